@@ -1,5 +1,5 @@
 # Shared settings for the hack/ scripts. Sourced, not run.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the variables are used by the scripts that source this file
 KUBE_VERSION=${KUBE_VERSION:-v1.37.1}
 KUBE_STAGING_VERSION=${KUBE_STAGING_VERSION:-v0.37.1}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
@@ -11,3 +11,4 @@ ETCD_BIN_DIR=$BIN_CACHE/etcd-$ETCD_VERSION
 ENVTEST_ASSETS=$BIN_CACHE/envtest-$KUBE_VERSION-etcd-$ETCD_VERSION
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }

@@ -1,0 +1,7 @@
+// Package controllers holds nodelet's reconcilers: the Node (registration and status), its Lease, and
+// (built on them) the pods bound to the node, their lifecycle state machine and status.
+//
+// Reconcilers are level-triggered: any trigger converges the object they own. They reach the container
+// runtime only through small interfaces declared here and implemented by the runtime package; they never
+// speak gRPC themselves. Time comes from an injected clock so tests drive it.
+package controllers

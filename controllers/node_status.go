@@ -1,0 +1,358 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/machine"
+)
+
+// Eviction signals that drive the node's pressure conditions and its allocatable.
+const (
+	SignalMemoryAvailable  = "memory.available"
+	SignalNodeFsAvailable  = "nodefs.available"
+	SignalNodeFsInodesFree = "nodefs.inodesFree"
+	SignalPIDAvailable     = "pid.available"
+)
+
+// maxNamesPerImage is how many names of one image the node status lists, as in the kubelet.
+const maxNamesPerImage = 5
+
+// Threshold is a hard eviction threshold: a quantity, or a fraction (0..1) of the signal's capacity.
+type Threshold struct {
+	Signal   string
+	Quantity *resource.Quantity
+	Fraction float64
+}
+
+// value returns the threshold in the signal's unit given the capacity it is a fraction of.
+func (t Threshold) value(capacity int64) int64 {
+	if t.Quantity != nil {
+		return t.Quantity.Value()
+	}
+	return int64(t.Fraction * float64(capacity))
+}
+
+// observation is what one evaluation of the node saw.
+type observation struct {
+	info          machine.Info
+	signals       machine.Signals
+	version       *runtimeapi.VersionResponse
+	runtimeStatus *runtimeapi.StatusResponse
+	runtimeErr    error
+	images        []*runtimeapi.Image
+	healthErrs    []error
+}
+
+// capacity is the node's resources before reservations.
+func (r *NodeReconciler) capacity(o observation) corev1.ResourceList {
+	c := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(o.info.NumCPU, resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(o.info.MemoryBytes, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(r.MaxPods, resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(o.signals.NodeFsCapacityBytes, resource.BinarySI),
+	}
+	for size, bytes := range o.info.HugePages {
+		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + resource.NewQuantity(size, resource.BinarySI).String())
+		c[name] = *resource.NewQuantity(bytes, resource.BinarySI)
+	}
+	return c
+}
+
+// allocatable is capacity minus system and kube reservations and the hard eviction thresholds, never
+// below zero (the kubelet's rule). Memory also loses what hugepages take.
+func (r *NodeReconciler) allocatable(capacity corev1.ResourceList) corev1.ResourceList {
+	alloc := corev1.ResourceList{}
+	for name, q := range capacity {
+		v := q.DeepCopy()
+		if res, ok := r.Reserved[name]; ok {
+			v.Sub(res)
+		}
+		if ev := r.evictionReserve(name, q.Value()); ev > 0 {
+			v.Sub(*resource.NewQuantity(ev, q.Format))
+		}
+		if name == corev1.ResourceMemory {
+			for hn, hq := range capacity {
+				if len(hn) > len(corev1.ResourceHugePagesPrefix) && hn[:len(corev1.ResourceHugePagesPrefix)] == corev1.ResourceHugePagesPrefix {
+					v.Sub(hq)
+				}
+			}
+		}
+		if v.Sign() < 0 {
+			v.Set(0)
+		}
+		alloc[name] = v
+	}
+	return alloc
+}
+
+// evictionReserve is what a hard eviction threshold holds back from a resource's allocatable.
+func (r *NodeReconciler) evictionReserve(name corev1.ResourceName, capacity int64) int64 {
+	signal := map[corev1.ResourceName]string{
+		corev1.ResourceMemory:           SignalMemoryAvailable,
+		corev1.ResourceEphemeralStorage: SignalNodeFsAvailable,
+	}[name]
+	for _, t := range r.HardEviction {
+		if signal != "" && t.Signal == signal {
+			return t.value(capacity)
+		}
+	}
+	return 0
+}
+
+// underPressure reports which hard thresholds the observed signals cross.
+func (r *NodeReconciler) underPressure(o observation) map[corev1.NodeConditionType]bool {
+	p := map[corev1.NodeConditionType]bool{}
+	s := o.signals
+	for _, t := range r.HardEviction {
+		switch t.Signal {
+		case SignalMemoryAvailable:
+			p[corev1.NodeMemoryPressure] = p[corev1.NodeMemoryPressure] || s.MemoryAvailableBytes < t.value(o.info.MemoryBytes)
+		case SignalNodeFsAvailable:
+			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsAvailableBytes < t.value(s.NodeFsCapacityBytes)
+		case SignalNodeFsInodesFree:
+			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsInodesFree < t.value(s.NodeFsInodes)
+		case SignalPIDAvailable:
+			p[corev1.NodePIDPressure] = p[corev1.NodePIDPressure] || s.PIDMax-s.PIDsInUse < t.value(s.PIDMax)
+		}
+	}
+	return p
+}
+
+// conditionText holds the kubelet's reason and message for a condition in each state.
+type conditionText struct{ trueReason, trueMsg, falseReason, falseMsg, trueEvent, falseEvent string }
+
+var pressureTexts = map[corev1.NodeConditionType]conditionText{
+	corev1.NodeMemoryPressure: {"KubeletHasInsufficientMemory", "kubelet has insufficient memory available",
+		"KubeletHasSufficientMemory", "kubelet has sufficient memory available",
+		"NodeHasInsufficientMemory", "NodeHasSufficientMemory"},
+	corev1.NodeDiskPressure: {"KubeletHasDiskPressure", "kubelet has disk pressure",
+		"KubeletHasNoDiskPressure", "kubelet has no disk pressure",
+		"NodeHasDiskPressure", "NodeHasNoDiskPressure"},
+	corev1.NodePIDPressure: {"KubeletHasInsufficientPID", "kubelet has insufficient PID available",
+		"KubeletHasSufficientPID", "kubelet has sufficient PID available",
+		"NodeHasInsufficientPID", "NodeHasSufficientPID"},
+}
+
+// conditionOrder is the order in which the kubelet lists node conditions.
+var conditionOrder = []corev1.NodeConditionType{
+	corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady,
+}
+
+// readinessErrors lists why the node is not ready, in the kubelet's words.
+func readinessErrors(o observation) []error {
+	var errs []error
+	if o.runtimeErr != nil {
+		errs = append(errs, fmt.Errorf("container runtime is down: %w", o.runtimeErr))
+	}
+	errs = append(errs, o.healthErrs...)
+	if o.runtimeStatus != nil {
+		if c := findRuntimeCondition(o.runtimeStatus, runtimeapi.RuntimeReady); c == nil || !c.Status {
+			errs = append(errs, fmt.Errorf("container runtime not ready: %s", formatRuntimeCondition(runtimeapi.RuntimeReady, c)))
+		}
+		if c := findRuntimeCondition(o.runtimeStatus, runtimeapi.NetworkReady); c == nil || !c.Status {
+			errs = append(errs, fmt.Errorf("container runtime network not ready: %s", formatRuntimeCondition(runtimeapi.NetworkReady, c)))
+		}
+	}
+	return errs
+}
+
+func findRuntimeCondition(s *runtimeapi.StatusResponse, t string) *runtimeapi.RuntimeCondition {
+	for _, c := range s.GetStatus().GetConditions() {
+		if c.Type == t {
+			return c
+		}
+	}
+	return nil
+}
+
+// formatRuntimeCondition prints a condition the way the kubelet does ("NetworkReady=false reason:... message:...").
+func formatRuntimeCondition(t string, c *runtimeapi.RuntimeCondition) string {
+	if c == nil {
+		return t + "=false reason: message:condition not reported by the runtime"
+	}
+	return t + "=" + strconv.FormatBool(c.Status) + " reason:" + c.Reason + " message:" + c.Message
+}
+
+// desiredConditions computes the node's conditions; times are filled in by mergeConditions.
+func (r *NodeReconciler) desiredConditions(o observation, pressure map[corev1.NodeConditionType]bool) []corev1.NodeCondition {
+	var out []corev1.NodeCondition
+	for _, t := range conditionOrder[:3] {
+		txt := pressureTexts[t]
+		c := corev1.NodeCondition{Type: t, Status: corev1.ConditionFalse, Reason: txt.falseReason, Message: txt.falseMsg}
+		if pressure[t] {
+			c.Status, c.Reason, c.Message = corev1.ConditionTrue, txt.trueReason, txt.trueMsg
+		}
+		out = append(out, c)
+	}
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+	if errs := readinessErrors(o); len(errs) > 0 {
+		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "KubeletNotReady", utilerrors.NewAggregate(errs).Error()
+	}
+	return append(out, ready)
+}
+
+// mergeConditions keeps the transition time of conditions whose status did not change and stamps the
+// heartbeat with now. Conditions the agent does not own (set by others) are kept as they are.
+func mergeConditions(existing, desired []corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
+	old := map[corev1.NodeConditionType]corev1.NodeCondition{}
+	for _, c := range existing {
+		old[c.Type] = c
+	}
+	owned := map[corev1.NodeConditionType]bool{}
+	out := make([]corev1.NodeCondition, 0, len(desired)+len(existing))
+	for _, c := range desired {
+		owned[c.Type] = true
+		c.LastHeartbeatTime, c.LastTransitionTime = now, now
+		if prev, ok := old[c.Type]; ok && prev.Status == c.Status {
+			c.LastTransitionTime = prev.LastTransitionTime
+		}
+		out = append(out, c)
+	}
+	for _, c := range existing {
+		if !owned[c.Type] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// addresses are the node's InternalIP(s) and Hostname.
+func (r *NodeReconciler) addresses() []corev1.NodeAddress {
+	out := make([]corev1.NodeAddress, 0, len(r.NodeIPs)+1)
+	for _, ip := range r.NodeIPs {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+	}
+	return append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: r.Hostname})
+}
+
+// nodeImages lists the largest images first, at most MaxImages (-1: all), with at most five names each.
+func (r *NodeReconciler) nodeImages(images []*runtimeapi.Image) []corev1.ContainerImage {
+	sorted := append([]*runtimeapi.Image(nil), images...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Size > sorted[j].Size })
+	out := make([]corev1.ContainerImage, 0, len(sorted))
+	for _, img := range sorted {
+		if r.MaxImages >= 0 && int32(len(out)) >= r.MaxImages {
+			break
+		}
+		names := append(append([]string{}, img.RepoDigests...), img.RepoTags...)
+		if len(names) == 0 {
+			continue
+		}
+		if len(names) > maxNamesPerImage {
+			names = names[:maxNamesPerImage]
+		}
+		out = append(out, corev1.ContainerImage{Names: names, SizeBytes: int64(img.Size)})
+	}
+	return out
+}
+
+// runtimeHandlers reports the handlers the runtime announces, with their features.
+func runtimeHandlers(s *runtimeapi.StatusResponse) []corev1.NodeRuntimeHandler {
+	var out []corev1.NodeRuntimeHandler
+	for _, h := range s.GetRuntimeHandlers() {
+		f := &corev1.NodeRuntimeHandlerFeatures{}
+		if h.Features != nil {
+			rro, uns := h.Features.RecursiveReadOnlyMounts, h.Features.UserNamespaces
+			f.RecursiveReadOnlyMounts, f.UserNamespaces = &rro, &uns
+		}
+		out = append(out, corev1.NodeRuntimeHandler{Name: h.Name, Features: f})
+	}
+	return out
+}
+
+// nodeStatus computes the status the node should have now, given the current one.
+func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pressure map[corev1.NodeConditionType]bool, now metav1.Time) corev1.NodeStatus {
+	s := *current.DeepCopy()
+	s.Capacity = r.capacity(o)
+	s.Allocatable = r.allocatable(s.Capacity)
+	s.Conditions = mergeConditions(current.Conditions, r.desiredConditions(o, pressure), now)
+	s.Addresses = r.addresses()
+	s.DaemonEndpoints.KubeletEndpoint.Port = r.Port
+	s.NodeInfo = corev1.NodeSystemInfo{
+		MachineID: o.info.MachineID, SystemUUID: o.info.SystemUUID, BootID: o.info.BootID,
+		KernelVersion: o.info.KernelVersion, OSImage: o.info.OSImage,
+		OperatingSystem: o.info.OS, Architecture: o.info.Architecture,
+		KubeletVersion: r.KubeletVersion, ContainerRuntimeVersion: current.NodeInfo.ContainerRuntimeVersion,
+	}
+	if o.version != nil {
+		s.NodeInfo.ContainerRuntimeVersion = o.version.RuntimeName + "://" + o.version.RuntimeVersion
+	}
+	if o.runtimeErr == nil {
+		s.Images = r.nodeImages(o.images)
+		s.RuntimeHandlers = runtimeHandlers(o.runtimeStatus)
+	}
+	return s
+}
+
+// statusChanged compares two statuses ignoring condition heartbeats, as the kubelet does to decide
+// whether a write is due before the report period ends.
+func statusChanged(a, b corev1.NodeStatus) bool {
+	strip := func(s corev1.NodeStatus) corev1.NodeStatus {
+		s = *s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return s
+	}
+	sa, sb := strip(a), strip(b)
+	return !equalStatus(&sa, &sb)
+}
+
+// observe gathers everything one evaluation needs. A runtime that does not answer is an observation,
+// not an error: the node then reports NotReady with the runtime's error.
+func (r *NodeReconciler) observe(ctx context.Context) (observation, error) {
+	var o observation
+	var err error
+	if o.info, err = r.Machine.Info(); err != nil {
+		return o, fmt.Errorf("read machine info: %w", err)
+	}
+	if o.signals, err = r.Machine.Signals(); err != nil {
+		return o, fmt.Errorf("read eviction signals: %w", err)
+	}
+	o.version, o.runtimeErr = r.Runtime.Version(ctx)
+	if o.runtimeErr == nil {
+		o.runtimeStatus, o.runtimeErr = r.Runtime.Status(ctx, false)
+	}
+	if o.runtimeErr == nil {
+		if o.images, err = r.Runtime.ListImages(ctx, nil); err != nil {
+			o.runtimeErr = err
+		}
+	}
+	for _, hc := range r.HealthChecks {
+		if err := hc.Check(); err != nil {
+			o.healthErrs = append(o.healthErrs, fmt.Errorf("%s is not healthy: %w", hc.Name, err))
+		}
+	}
+	return o, nil
+}
+
+// errNoNodeIP is returned when no usable InternalIP was configured or detected.
+var errNoNodeIP = errors.New("no node IP")
+
+// DetectNodeIP picks the node's address as the kubelet does without --node-ip: the first non-loopback
+// address the hostname resolves to, else the address of the default route's interface.
+func DetectNodeIP(hostname string, lookup func(string) ([]net.IP, error), hostIface func() (net.IP, error)) (net.IP, error) {
+	if ips, err := lookup(hostname); err == nil {
+		for _, ip := range ips {
+			if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsUnspecified() {
+				return ip, nil
+			}
+		}
+	}
+	if ip, err := hostIface(); err == nil && ip != nil {
+		return ip, nil
+	}
+	return nil, fmt.Errorf("%w: %s resolves only to loopback and no default route interface has an address", errNoNodeIP, hostname)
+}

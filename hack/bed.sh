@@ -1,0 +1,435 @@
+#!/usr/bin/env bash
+# The single-node test bed: a local registry, etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# the bed's own containerd (runc + CNI bridge) and, last, the nodelet binary if it was built. Run as root.
+#
+#   bed.sh up | down | clean | status | env | start COMPONENT | stop COMPONENT
+#
+# Everything lives under BED_DIR (default /var/lib/nodelet-bed): logs/<component>.log, pids/<component>.pid,
+# pki/, etcd/, containerd/, cni/, nodelet/. Components: registry etcd apiserver controller-manager scheduler
+# containerd nodelet. Settings (environment): BED_DIR, BIN_CACHE, NODELET_BIN (default $REPO_ROOT/bin/nodelet),
+# NODE_NAME (default: hostname, lower-cased), NODE_IP (default: the source address of the default route).
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/bed/pki.sh"
+source "$here/bed/configs.sh"
+
+COMPONENTS=(registry etcd apiserver controller-manager scheduler containerd nodelet)
+
+BED_DIR=${BED_DIR:-/var/lib/nodelet-bed}
+NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
+NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
+PKI_DIR=$BED_DIR/pki
+LOG_DIR=$BED_DIR/logs
+PID_DIR=$BED_DIR/pids
+CONTAINERD_DIR=$BED_DIR/containerd
+CONTAINERD_SOCK=$BED_DIR/run/containerd.sock
+CNI_BIN_DIR=/usr/lib/cni
+CNI_CONF_DIR=$BED_DIR/cni/net.d
+CNI_DATA_DIR=$BED_DIR/cni/networks
+NODELET_DIR=$BED_DIR/nodelet
+BRIDGE=nodelet0
+POD_SUBNET=10.88.0.0/16
+REGISTRY_ADDR=127.0.0.1:5000
+APISERVER_URL=https://127.0.0.1:6443
+ADMIN_KUBECONFIG=$PKI_DIR/admin.kubeconfig
+BUSYBOX_BIN=/bin/busybox
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+
+# ---------------------------------------------------------------------------------------------------------
+# machine facts and tools
+
+node_ip() {
+  [ -n "${NODE_IP:-}" ] && { echo "$NODE_IP"; return; }
+  local ip dev
+  ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+  if [ -z "$ip" ]; then
+    dev=$(ip -4 route show default | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -1)
+    [ -n "$dev" ] && ip=$(ip -4 -o addr show dev "$dev" scope global | awk '{sub(/\/.*/, "", $4); print $4; exit}')
+  fi
+  [ -n "$ip" ] || die "cannot find this machine's IPv4 address (no default route?); set NODE_IP"
+  echo "$ip"
+}
+
+# tools_dir: where hack/{pause,registry,crictl} are built, keyed by their sources, go.sum and the Go version.
+tools_dir() {
+  local key
+  key=$( { go version; cat "$REPO_ROOT/go.sum" "$here"/pause/*.go "$here"/registry/*.go "$here"/crictl/*.go; } |
+    sha256sum | cut -c1-16)
+  echo "$BIN_CACHE/tools-$key"
+}
+
+build_tools() {
+  local t
+  TOOLS_DIR=$(tools_dir)
+  for t in pause registry crictl; do
+    [ -x "$TOOLS_DIR/$t" ] && continue
+    log "building hack/$t into $TOOLS_DIR"
+    mkdir -p "$TOOLS_DIR"
+    (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$TOOLS_DIR/$t.tmp" "./hack/$t") ||
+      die "go build ./hack/$t failed"
+    mv "$TOOLS_DIR/$t.tmp" "$TOOLS_DIR/$t"
+  done
+  link_bin_dir
+}
+
+# link_bin_dir: $BED_DIR/bin holds links to every binary of the bed, for PATH.
+link_bin_dir() {
+  local b
+  mkdir -p "$BED_DIR/bin"
+  for b in "$TOOLS_DIR"/{crictl,registry,pause} "$ETCD_BIN_DIR/etcd" "$KUBE_BIN_DIR"/*; do
+    [ -x "$b" ] && ln -sfn "$b" "$BED_DIR/bin/$(basename "$b")"
+  done
+}
+
+# build_testbins: a build-testbins.sh already running (by hand or in the background) is waited for, not repeated.
+build_testbins() {
+  local waited=0
+  while pgrep -f 'build-testbins\.sh' >/dev/null && [ "$waited" -lt 1800 ]; do
+    [ "$waited" -eq 0 ] && log "waiting for a running build-testbins.sh to finish"
+    sleep 5; waited=$((waited + 5))
+  done
+  BIN_CACHE=$BIN_CACHE bash "$here/build-testbins.sh"
+  local b
+  for b in "$KUBE_BIN_DIR"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} "$ETCD_BIN_DIR/etcd"; do
+    [ -x "$b" ] || die "$b is missing after build-testbins.sh"
+  done
+}
+
+crictl() { "$TOOLS_DIR/crictl" -r "unix://$CONTAINERD_SOCK" "$@"; }
+kubectl() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+
+# ---------------------------------------------------------------------------------------------------------
+# components: command line, binary name, port, readiness, wait bound
+
+component_cmd() {
+  # shellcheck disable=SC2054 # commas inside flag values, not array separators
+  case $1 in
+    registry) CMD=("$TOOLS_DIR/registry" --addr "$REGISTRY_ADDR" --busybox "$BUSYBOX_BIN" --pause "$TOOLS_DIR/pause") ;;
+    etcd) CMD=("$ETCD_BIN_DIR/etcd" --name bed --data-dir "$BED_DIR/etcd"
+      --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379
+      --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380
+      --initial-cluster bed=http://127.0.0.1:2380 --unsafe-no-fsync --log-level warn) ;;
+    apiserver) CMD=("$KUBE_BIN_DIR/kube-apiserver" --etcd-servers http://127.0.0.1:2379 --secure-port 6443
+      --advertise-address 127.0.0.1 --endpoint-reconciler-type none --allow-privileged=true
+      --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+      --service-cluster-ip-range 10.96.0.0/16 --service-account-issuer https://kubernetes.default.svc.cluster.local
+      --service-account-key-file "$PKI_DIR/sa.pub" --service-account-signing-key-file "$PKI_DIR/sa.key"
+      --client-ca-file "$PKI_DIR/ca.crt" --tls-cert-file "$PKI_DIR/apiserver.crt"
+      --tls-private-key-file "$PKI_DIR/apiserver.key"
+      --kubelet-client-certificate "$PKI_DIR/apiserver-kubelet-client.crt"
+      --kubelet-client-key "$PKI_DIR/apiserver-kubelet-client.key"
+      --kubelet-preferred-address-types=Hostname,InternalIP) ;;
+    controller-manager) CMD=("$KUBE_BIN_DIR/kube-controller-manager" --bind-address 127.0.0.1
+      --kubeconfig "$PKI_DIR/controller-manager.kubeconfig"
+      --authentication-kubeconfig "$PKI_DIR/controller-manager.kubeconfig"
+      --authorization-kubeconfig "$PKI_DIR/controller-manager.kubeconfig"
+      --use-service-account-credentials --service-account-private-key-file "$PKI_DIR/sa.key"
+      --root-ca-file "$PKI_DIR/ca.crt" --cluster-signing-cert-file "$PKI_DIR/ca.crt"
+      --cluster-signing-key-file "$PKI_DIR/ca.key" --node-monitor-grace-period 20s --node-monitor-period 2s
+      --leader-elect=false '--controllers=*') ;;
+    scheduler) CMD=("$KUBE_BIN_DIR/kube-scheduler" --bind-address 127.0.0.1 --kubeconfig "$PKI_DIR/scheduler.kubeconfig"
+      --authentication-kubeconfig "$PKI_DIR/scheduler.kubeconfig"
+      --authorization-kubeconfig "$PKI_DIR/scheduler.kubeconfig" --leader-elect=false) ;;
+    containerd) CMD=(containerd --config "$CONTAINERD_DIR/config.toml") ;;
+    nodelet) CMD=("$NODELET_BIN" --config "$NODELET_DIR/config.yaml" --kubeconfig "$PKI_DIR/nodelet.kubeconfig"
+      --root-dir "$NODELET_DIR/root" --node-ip "$(node_ip)" -v=2) ;;
+    *) die "unknown component '$1' (one of: ${COMPONENTS[*]})" ;;
+  esac
+}
+
+component_port() {
+  case $1 in
+    registry) echo "${REGISTRY_ADDR##*:}" ;; etcd) echo 2379 ;; apiserver) echo 6443 ;;
+    controller-manager) echo 10257 ;; scheduler) echo 10259 ;; nodelet) echo 10250 ;; *) echo "" ;;
+  esac
+}
+
+component_timeout() {
+  case $1 in apiserver | controller-manager | scheduler | nodelet) echo 60 ;; *) echo 30 ;; esac
+}
+
+component_ready() {
+  case $1 in
+    registry) curl -fsS -o /dev/null "http://$REGISTRY_ADDR/v2/" ;;
+    etcd) curl -fsS http://127.0.0.1:2379/health 2>/dev/null | grep -q '"health":"true"' ;;
+    apiserver) curl -fsS -o /dev/null --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" \
+      --key "$PKI_DIR/admin.key" "$APISERVER_URL/readyz" ;;
+    controller-manager) curl -fsSk -o /dev/null https://127.0.0.1:10257/healthz ;;
+    scheduler) curl -fsSk -o /dev/null https://127.0.0.1:10259/healthz ;;
+    containerd) [ -S "$CONTAINERD_SOCK" ] && crictl version >/dev/null 2>&1 ;;
+    nodelet) nodelet_ready ;;
+  esac
+}
+
+# nodelet_ready: the Node is Ready and its Lease was renewed since this process started.
+nodelet_ready() {
+  local ready renew started
+  ready=$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) ||
+    return 1
+  [ "$ready" = True ] || return 1
+  renew=$(kubectl -n kube-node-lease get lease "$NODE_NAME" -o jsonpath='{.spec.renewTime}' 2>/dev/null) || return 1
+  started=$(stat -c %Y "$PID_DIR/nodelet.pid")
+  [ -n "$renew" ] && [ "$(date -d "$renew" +%s)" -ge "$started" ]
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# processes
+
+pid_of() { cat "$PID_DIR/$1.pid" 2>/dev/null || true; }
+
+# running COMPONENT: its PID file names a live process of the component's binary.
+running() {
+  local pid exe
+  pid=$(pid_of "$1")
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+  exe=${exe% (deleted)}
+  component_cmd "$1"
+  [ "$exe" = "$(readlink -f "$(command -v "${CMD[0]}")")" ]
+}
+
+# port_owner PORT: "pid/command" of whatever listens on the TCP port, empty if nothing does.
+port_owner() {
+  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:(("\([^"]*\)",pid=\([0-9]*\).*/\2\/\1/p' | head -1
+}
+
+check_port_free() {
+  local port owner
+  port=$(component_port "$1")
+  [ -n "$port" ] || return 0
+  owner=$(port_owner "$port")
+  [ -z "$owner" ] || die "$1: port $port is already in use by $owner (another bed? try: BED_DIR=... bed.sh down)"
+}
+
+show_log_tail() {
+  log "last lines of $LOG_DIR/$1.log:"
+  tail -n 30 "$LOG_DIR/$1.log" >&2 || true
+}
+
+launch() {
+  local c=$1
+  component_cmd "$c"
+  mkdir -p "$LOG_DIR" "$PID_DIR"
+  printf '\n==== %s starting: %s\n' "$(date -Is)" "${CMD[*]}" >> "$LOG_DIR/$c.log"
+  # setsid: its own session, so it outlives this script and a Ctrl-C here.
+  setsid "${CMD[@]}" >> "$LOG_DIR/$c.log" 2>&1 < /dev/null &
+  echo $! > "$PID_DIR/$c.pid"
+}
+
+wait_ready() {
+  local c=$1 limit deadline
+  limit=$(component_timeout "$c")
+  deadline=$((SECONDS + limit))
+  until component_ready "$c"; do
+    if ! running "$c"; then
+      show_log_tail "$c"
+      rm -f "$PID_DIR/$c.pid"
+      die "$c exited during start-up (log: $LOG_DIR/$c.log)"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      show_log_tail "$c"
+      stop_component "$c"
+      die "$c was not ready after ${limit}s (log: $LOG_DIR/$c.log)"
+    fi
+    sleep 0.2
+  done
+}
+
+# elapsed T0: seconds since the $EPOCHREALTIME value T0, to the millisecond.
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
+
+start_component() {
+  local c=$1 t0=$EPOCHREALTIME
+  if [ "$c" = nodelet ] && [ ! -x "$NODELET_BIN" ]; then
+    log "warning: $NODELET_BIN not found: nodelet not started (build it, or set NODELET_BIN)"
+    return 0
+  fi
+  if running "$c"; then
+    wait_ready "$c"
+    return 0
+  fi
+  check_port_free "$c"
+  launch "$c"
+  wait_ready "$c"
+  log "$c ready (pid $(pid_of "$c"), $(elapsed "$t0")s)"
+}
+
+# stop_component COMPONENT: SIGTERM, then SIGKILL after a bounded wait.
+stop_component() {
+  local c=$1 pid i
+  running "$c" || { rm -f "$PID_DIR/$c.pid"; return 0; }
+  pid=$(pid_of "$c")
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    [ -d "/proc/$pid" ] || break
+    sleep 0.1
+  done
+  if [ -d "/proc/$pid" ]; then
+    log "$c (pid $pid) ignored SIGTERM for 10s: killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    while [ -d "/proc/$pid" ]; do sleep 0.1; done
+  fi
+  rm -f "$PID_DIR/$c.pid"
+  log "$c stopped"
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# teardown helpers for down
+
+# remove_sandboxes: stop and remove every CRI sandbox, so CNI tears down the veths and IP leases.
+remove_sandboxes() {
+  running containerd || return 0
+  crictl -t 30s rmp --all >/dev/null || log "warning: crictl rmp --all failed; leftovers are cleaned below"
+}
+
+# our_shims: PIDs of containerd-shim-runc-v2 processes started by OUR containerd (their -address is our socket).
+our_shims() {
+  local p
+  # The kernel truncates the command name containerd-shim-runc-v2 to 15 characters.
+  for p in $(pgrep -x containerd-shim || true); do
+    tr '\0' '\n' < "/proc/$p/cmdline" 2>/dev/null | grep -qx -- "$CONTAINERD_SOCK" && echo "$p"
+  done | sort -u
+}
+
+descendants() {
+  local child
+  for child in $(pgrep -P "$1" || true); do
+    descendants "$child"
+    echo "$child"
+  done
+}
+
+kill_shims() {
+  local shim pids
+  for shim in $(our_shims); do
+    pids=$(descendants "$shim")
+    log "killing leftover shim $shim and its processes ${pids//$'\n'/ }"
+    # shellcheck disable=SC2086 # word splitting intended: a list of PIDs
+    kill -KILL $pids "$shim" 2>/dev/null || true
+  done
+}
+
+# unmount_all: everything still mounted under BED_DIR, deepest first.
+unmount_all() {
+  local m
+  awk -v d="$BED_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+    m=$(printf '%b' "$m")
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: cannot unmount $m"
+  done
+}
+
+remove_network() {
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link delete "$BRIDGE" || log "warning: cannot delete bridge $BRIDGE"
+  fi
+  # Nothing runs any more, so no lease is held.
+  rm -rf "${CNI_DATA_DIR:?}"/*
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# commands
+
+prepare() {
+  local ip
+  [ "$(id -u)" -eq 0 ] || die "the bed needs root"
+  [ ${#CONTAINERD_SOCK} -lt 100 ] || die "socket path $CONTAINERD_SOCK is too long for a unix socket; use a shorter BED_DIR"
+  ip=$(node_ip)
+  NODE_IP=$ip
+  ensure_pki
+  write_configs
+}
+
+# ensure_built: binaries for start/stop when up already ran (no apt, no kube build).
+ensure_built() {
+  if [ ! -x "$KUBE_BIN_DIR/kube-apiserver" ] || [ ! -x "$ETCD_BIN_DIR/etcd" ]; then build_testbins; fi
+  build_tools
+}
+
+cmd_up() {
+  local t0=$EPOCHREALTIME c
+  bash "$here/install-deps.sh"
+  build_testbins
+  build_tools
+  prepare
+  for c in "${COMPONENTS[@]}"; do start_component "$c"; done
+  log "bed up in $(elapsed "$t0")s"
+  cat <<EOF
+Admin kubeconfig: $ADMIN_KUBECONFIG
+Use it with:
+$(cmd_env)
+  kubectl get nodes        # crictl ps -a   (CRI of the bed's containerd)
+EOF
+}
+
+cmd_down() {
+  local i c
+  TOOLS_DIR=$(tools_dir)
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    c=${COMPONENTS[i]}
+    if [ "$c" = containerd ]; then
+      [ -x "$TOOLS_DIR/crictl" ] && remove_sandboxes
+      stop_component containerd
+      kill_shims
+    else
+      stop_component "$c"
+    fi
+  done
+  kill_shims
+  unmount_all
+  remove_network
+  log "bed down (data kept in $BED_DIR)"
+}
+
+cmd_clean() {
+  cmd_down
+  unmount_all
+  rm -rf "${BED_DIR:?}"
+  log "removed $BED_DIR"
+}
+
+cmd_status() {
+  local c state
+  for c in "${COMPONENTS[@]}"; do
+    if running "$c"; then state="running (pid $(pid_of "$c"))"; else state=stopped; fi
+    printf '%-20s %s\n' "$c" "$state"
+  done
+}
+
+cmd_env() {
+  cat <<EOF
+export KUBECONFIG=$ADMIN_KUBECONFIG PATH=$KUBE_BIN_DIR:$BED_DIR/bin:\$PATH
+export CONTAINER_RUNTIME_ENDPOINT=unix://$CONTAINERD_SOCK NODELET_BED_DIR=$BED_DIR NODELET_BED_SCRIPT=$here/bed.sh
+EOF
+}
+
+known() {
+  [[ " ${COMPONENTS[*]} " == *" $1 "* ]] || die "unknown component '$1' (one of: ${COMPONENTS[*]})"
+}
+
+cmd_start() {
+  [ $# -eq 1 ] || die "usage: bed.sh start COMPONENT (${COMPONENTS[*]})"
+  known "$1"
+  ensure_built
+  prepare
+  start_component "$1"
+}
+
+cmd_stop() {
+  [ $# -eq 1 ] || die "usage: bed.sh stop COMPONENT (${COMPONENTS[*]})"
+  known "$1"
+  stop_component "$1"
+}
+
+main() {
+  local cmd=${1:-}
+  [ $# -gt 0 ] && shift
+  TOOLS_DIR=$(tools_dir)
+  case $cmd in
+    up | down | clean | status | env | start | stop) "cmd_$cmd" "$@" ;;
+    *) echo "usage: bed.sh up|down|clean|status|env|start COMPONENT|stop COMPONENT" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the test bed's Debian packages that are missing (containerd, runc, CNI plugins, static busybox,
+# openssl, iproute2, iptables for the portmap plugin, curl, util-linux). Idempotent and quiet: apt-get update
+# runs once per call, and only when something is missing. Needs root. Go itself is not installed here.
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+BED_PACKAGES=(containerd runc containernetworking-plugins busybox-static openssl iproute2 iptables curl util-linux)
+
+installed() {
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+missing_packages() {
+  local p
+  for p in "${BED_PACKAGES[@]}"; do installed "$p" || echo "$p"; done
+}
+
+main() {
+  command -v go >/dev/null || { log "error: go is not on PATH (need Go $(awk '/^go /{print $2}' "$REPO_ROOT/go.mod"))"; exit 1; }
+  local missing
+  mapfile -t missing < <(missing_packages)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$(id -u)" -eq 0 ] || { log "error: missing packages ${missing[*]}; run as root to install them"; exit 1; }
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  local still
+  mapfile -t still < <(missing_packages)
+  [ ${#still[@]} -eq 0 ] || { log "error: still missing after apt-get install: ${still[*]}"; exit 1; }
+}
+
+main "$@"

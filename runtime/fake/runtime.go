@@ -1,0 +1,205 @@
+package fake
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+var (
+	_ runtimeapi.RuntimeServiceServer = (*Runtime)(nil)
+	_ runtimeapi.ImageServiceServer   = (*Runtime)(nil)
+)
+
+// Runtime is an in-memory CRI runtime. Create it with New, serve it with Start
+// and script or inspect it with the other exported methods. All methods are
+// safe for concurrent use.
+type Runtime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	clock          clock.WithTicker
+	runtimeName    string
+	runtimeVersion string
+	handlers       []string
+
+	mu          sync.Mutex
+	sandboxes   map[string]*sandbox
+	containers  map[string]*container
+	images      map[string]*image // by image id
+	pullable    map[string]uint64 // normalised ref → size
+	pullAuths   map[string][]*runtimeapi.AuthConfig
+	behaviours  map[string]Behaviour
+	execResults map[string]*runtimeapi.ExecSyncResponse
+	runtimeCond condition
+	networkCond condition
+	podCIDR     string
+	calls       []string
+	errs        map[string]error
+	onceErrs    map[string][]error
+	subs        map[*subscriber]struct{}
+	seq         uint64
+	ipSeq       uint32
+
+	server     *grpc.Server
+	socketPath string
+	done       chan struct{}
+	stopOnce   sync.Once
+}
+
+type condition struct {
+	ready           bool
+	reason, message string
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithClock sets the clock used for timestamps, ExitAfter and stop timeouts.
+// The default is clock.RealClock{}.
+func WithClock(c clock.WithTicker) Option {
+	return func(r *Runtime) { r.clock = c }
+}
+
+// WithVersion sets the runtime name and version reported by Version.
+// The default is "fake-runtime", "0.1.0".
+func WithVersion(runtimeName, runtimeVersion string) Option {
+	return func(r *Runtime) {
+		r.runtimeName = runtimeName
+		r.runtimeVersion = runtimeVersion
+	}
+}
+
+// WithRuntimeHandlers sets the runtime handlers RunPodSandbox accepts (and
+// Status reports) in addition to the default handler "". The default is
+// "runc".
+func WithRuntimeHandlers(names ...string) Option {
+	return func(r *Runtime) { r.handlers = append([]string{""}, names...) }
+}
+
+// New returns a Runtime with empty state, both runtime conditions ready.
+func New(opts ...Option) *Runtime {
+	r := &Runtime{
+		clock:          clock.RealClock{},
+		runtimeName:    "fake-runtime",
+		runtimeVersion: "0.1.0",
+		handlers:       []string{"", "runc"},
+		sandboxes:      map[string]*sandbox{},
+		containers:     map[string]*container{},
+		images:         map[string]*image{},
+		pullable:       map[string]uint64{},
+		pullAuths:      map[string][]*runtimeapi.AuthConfig{},
+		behaviours:     map[string]Behaviour{},
+		execResults:    map[string]*runtimeapi.ExecSyncResponse{},
+		runtimeCond:    condition{ready: true},
+		networkCond:    condition{ready: true},
+		errs:           map[string]error{},
+		onceErrs:       map[string][]error{},
+		subs:           map[*subscriber]struct{}{},
+		done:           make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Start listens on the unix socket socketPath (removing a stale socket file),
+// serves the runtime and image services in the background and returns the
+// endpoint "unix://"+socketPath.
+func (r *Runtime) Start(socketPath string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.server != nil {
+		return "", errors.New("fake runtime: already started")
+	}
+	if r.isStopped() {
+		return "", errors.New("fake runtime: already stopped")
+	}
+	if err := os.Remove(socketPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("remove stale socket %s: %w", socketPath, err)
+	}
+	lis, err := net.Listen("unix", socketPath)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: %w", socketPath, err)
+	}
+	srv := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(srv, r)
+	runtimeapi.RegisterImageServiceServer(srv, r)
+	r.server, r.socketPath = srv, socketPath
+	go func() { _ = srv.Serve(lis) }()
+	return "unix://" + socketPath, nil
+}
+
+// Stop ends event streams and pending stop waits, stops the gRPC server and
+// removes the socket. It is safe to call more than once.
+func (r *Runtime) Stop() {
+	r.stopOnce.Do(func() {
+		r.mu.Lock()
+		close(r.done)
+		for _, c := range r.containers {
+			c.cancelTimer()
+		}
+		srv, path := r.server, r.socketPath
+		r.mu.Unlock()
+		if srv == nil {
+			return
+		}
+		srv.Stop()
+		_ = os.Remove(path)
+	})
+}
+
+func (r *Runtime) isStopped() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// now returns the current time of the injected clock in UnixNano.
+func (r *Runtime) now() int64 {
+	return r.clock.Now().UnixNano()
+}
+
+// nextSeq returns a sequence number used to keep listings in creation order.
+func (r *Runtime) nextSeq() uint64 {
+	r.seq++
+	return r.seq
+}
+
+// afterFunc runs f in its own goroutine once d has elapsed on the clock and
+// returns a function cancelling it. f never runs on the clock's goroutine, so
+// it may take r.mu even while the clock is being stepped.
+func (r *Runtime) afterFunc(d time.Duration, f func()) func() {
+	if c, ok := r.clock.(clock.WithDelayedExecution); ok {
+		t := c.AfterFunc(d, func() { go f() })
+		return func() { t.Stop() }
+	}
+	t := r.clock.NewTimer(d)
+	stop := make(chan struct{})
+	var once sync.Once
+	go func() {
+		select {
+		case <-t.C():
+			f()
+		case <-stop:
+		}
+	}()
+	return func() {
+		once.Do(func() {
+			t.Stop()
+			close(stop)
+		})
+	}
+}
