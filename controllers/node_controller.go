@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/machine"
 )
 
@@ -68,7 +69,7 @@ type NodeReconciler struct {
 	MaxImages      int32
 	Port           int32
 	Reserved       corev1.ResourceList // systemReserved + kubeReserved
-	HardEviction   []Threshold
+	HardEviction   []config.Threshold
 	KubeletVersion string
 	HealthChecks   []HealthCheck
 

@@ -14,33 +14,19 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/machine"
-)
-
-// Eviction signals that drive the node's pressure conditions and its allocatable.
-const (
-	SignalMemoryAvailable  = "memory.available"
-	SignalNodeFsAvailable  = "nodefs.available"
-	SignalNodeFsInodesFree = "nodefs.inodesFree"
-	SignalPIDAvailable     = "pid.available"
 )
 
 // maxNamesPerImage is how many names of one image the node status lists, as in the kubelet.
 const maxNamesPerImage = 5
 
-// Threshold is a hard eviction threshold: a quantity, or a fraction (0..1) of the signal's capacity.
-type Threshold struct {
-	Signal   string
-	Quantity *resource.Quantity
-	Fraction float64
-}
-
-// value returns the threshold in the signal's unit given the capacity it is a fraction of.
-func (t Threshold) value(capacity int64) int64 {
+// thresholdValue returns a threshold in the signal's unit given the capacity a percentage is taken of.
+func thresholdValue(t config.Threshold, capacity int64) int64 {
 	if t.Quantity != nil {
 		return t.Quantity.Value()
 	}
-	return int64(t.Fraction * float64(capacity))
+	return int64(t.Percentage * float64(capacity))
 }
 
 // observation is what one evaluation of the node saw.
@@ -99,12 +85,12 @@ func (r *NodeReconciler) allocatable(capacity corev1.ResourceList) corev1.Resour
 // evictionReserve is what a hard eviction threshold holds back from a resource's allocatable.
 func (r *NodeReconciler) evictionReserve(name corev1.ResourceName, capacity int64) int64 {
 	signal := map[corev1.ResourceName]string{
-		corev1.ResourceMemory:           SignalMemoryAvailable,
-		corev1.ResourceEphemeralStorage: SignalNodeFsAvailable,
+		corev1.ResourceMemory:           config.SignalMemoryAvailable,
+		corev1.ResourceEphemeralStorage: config.SignalNodeFsAvailable,
 	}[name]
 	for _, t := range r.HardEviction {
 		if signal != "" && t.Signal == signal {
-			return t.value(capacity)
+			return thresholdValue(t, capacity)
 		}
 	}
 	return 0
@@ -116,14 +102,14 @@ func (r *NodeReconciler) underPressure(o observation) map[corev1.NodeConditionTy
 	s := o.signals
 	for _, t := range r.HardEviction {
 		switch t.Signal {
-		case SignalMemoryAvailable:
-			p[corev1.NodeMemoryPressure] = p[corev1.NodeMemoryPressure] || s.MemoryAvailableBytes < t.value(o.info.MemoryBytes)
-		case SignalNodeFsAvailable:
-			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsAvailableBytes < t.value(s.NodeFsCapacityBytes)
-		case SignalNodeFsInodesFree:
-			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsInodesFree < t.value(s.NodeFsInodes)
-		case SignalPIDAvailable:
-			p[corev1.NodePIDPressure] = p[corev1.NodePIDPressure] || s.PIDMax-s.PIDsInUse < t.value(s.PIDMax)
+		case config.SignalMemoryAvailable:
+			p[corev1.NodeMemoryPressure] = p[corev1.NodeMemoryPressure] || s.MemoryAvailableBytes < thresholdValue(t, o.info.MemoryBytes)
+		case config.SignalNodeFsAvailable:
+			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsAvailableBytes < thresholdValue(t, s.NodeFsCapacityBytes)
+		case config.SignalNodeFsInodesFree:
+			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsInodesFree < thresholdValue(t, s.NodeFsInodes)
+		case config.SignalPIDAvailable:
+			p[corev1.NodePIDPressure] = p[corev1.NodePIDPressure] || s.PIDMax-s.PIDsInUse < thresholdValue(t, s.PIDMax)
 		}
 	}
 	return p

@@ -120,7 +120,11 @@ component_cmd() {
       --tls-private-key-file "$PKI_DIR/apiserver.key"
       --kubelet-client-certificate "$PKI_DIR/apiserver-kubelet-client.crt"
       --kubelet-client-key "$PKI_DIR/apiserver-kubelet-client.key"
-      --kubelet-preferred-address-types=Hostname,InternalIP) ;;
+      --kubelet-preferred-address-types=Hostname,InternalIP
+      --requestheader-client-ca-file "$PKI_DIR/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client
+      --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group
+      --requestheader-extra-headers-prefix X-Remote-Extra- --proxy-client-cert-file "$PKI_DIR/front-proxy-client.crt"
+      --proxy-client-key-file "$PKI_DIR/front-proxy-client.key") ;;
     controller-manager) CMD=("$KUBE_BIN_DIR/kube-controller-manager" --bind-address 127.0.0.1
       --kubeconfig "$PKI_DIR/controller-manager.kubeconfig"
       --authentication-kubeconfig "$PKI_DIR/controller-manager.kubeconfig"
@@ -152,12 +156,12 @@ component_timeout() {
 
 component_ready() {
   case $1 in
-    registry) curl -fsS -o /dev/null "http://$REGISTRY_ADDR/v2/" ;;
-    etcd) curl -fsS http://127.0.0.1:2379/health 2>/dev/null | grep -q '"health":"true"' ;;
-    apiserver) curl -fsS -o /dev/null --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" \
+    registry) curl -fs -o /dev/null "http://$REGISTRY_ADDR/v2/" ;;
+    etcd) curl -fs http://127.0.0.1:2379/health 2>/dev/null | grep -q '"health":"true"' ;;
+    apiserver) curl -fs -o /dev/null --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" \
       --key "$PKI_DIR/admin.key" "$APISERVER_URL/readyz" ;;
-    controller-manager) curl -fsSk -o /dev/null https://127.0.0.1:10257/healthz ;;
-    scheduler) curl -fsSk -o /dev/null https://127.0.0.1:10259/healthz ;;
+    controller-manager) curl -fsk -o /dev/null https://127.0.0.1:10257/healthz ;;
+    scheduler) curl -fsk -o /dev/null https://127.0.0.1:10259/healthz ;;
     containerd) [ -S "$CONTAINERD_SOCK" ] && crictl version >/dev/null 2>&1 ;;
     nodelet) nodelet_ready ;;
   esac
@@ -170,8 +174,9 @@ nodelet_ready() {
     return 1
   [ "$ready" = True ] || return 1
   renew=$(kubectl -n kube-node-lease get lease "$NODE_NAME" -o jsonpath='{.spec.renewTime}' 2>/dev/null) || return 1
-  started=$(stat -c %Y "$PID_DIR/nodelet.pid")
-  [ -n "$renew" ] && [ "$(date -d "$renew" +%s)" -ge "$started" ]
+  [ -n "$renew" ] || return 1
+  started=$(stat -c %.9Y "$PID_DIR/nodelet.pid")
+  awk -v r="$(date -d "$renew" +%s.%N)" -v s="$started" 'BEGIN { exit !(r >= s) }'
 }
 
 # ---------------------------------------------------------------------------------------------------------
@@ -183,7 +188,7 @@ pid_of() { cat "$PID_DIR/$1.pid" 2>/dev/null || true; }
 running() {
   local pid exe
   pid=$(pid_of "$1")
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  [ -n "$pid" ] && alive "$pid" || return 1
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
   exe=${exe% (deleted)}
   component_cmd "$1"
@@ -233,7 +238,7 @@ wait_ready() {
       stop_component "$c"
       die "$c was not ready after ${limit}s (log: $LOG_DIR/$c.log)"
     fi
-    sleep 0.2
+    sleep 0.1
   done
 }
 
@@ -256,20 +261,28 @@ start_component() {
   log "$c ready (pid $(pid_of "$c"), $(elapsed "$t0")s)"
 }
 
+# alive PID: the process exists and is not a zombie (PID 1 here may reap late, so /proc/PID can outlive it).
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
+
 # stop_component COMPONENT: SIGTERM, then SIGKILL after a bounded wait.
 stop_component() {
   local c=$1 pid i
   running "$c" || { rm -f "$PID_DIR/$c.pid"; return 0; }
   pid=$(pid_of "$c")
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
-    [ -d "/proc/$pid" ] || break
-    sleep 0.1
+  for ((i = 0; i < 200; i++)); do
+    alive "$pid" || break
+    sleep 0.05
   done
-  if [ -d "/proc/$pid" ]; then
+  if alive "$pid"; then
     log "$c (pid $pid) ignored SIGTERM for 10s: killing it"
     kill -KILL "$pid" 2>/dev/null || true
-    while [ -d "/proc/$pid" ]; do sleep 0.1; done
+    while alive "$pid"; do sleep 0.05; done
   fi
   rm -f "$PID_DIR/$c.pid"
   log "$c stopped"
@@ -301,13 +314,26 @@ descendants() {
   done
 }
 
+# shim_socket PID: the socket a containerd 1.6 shim listens on, /run/containerd/s/sha256(address/namespace/id).
+shim_socket() {
+  local -a args
+  local ns="" id="" i
+  mapfile -d '' -t args < "/proc/$1/cmdline"
+  for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+    case ${args[i]} in -namespace) ns=${args[i + 1]} ;; -id) id=${args[i + 1]} ;; esac
+  done
+  echo "/run/containerd/s/$(printf '%s' "$CONTAINERD_SOCK/$ns/$id" | sha256sum | cut -c1-64)"
+}
+
 kill_shims() {
-  local shim pids
+  local shim pids sock
   for shim in $(our_shims); do
     pids=$(descendants "$shim")
+    sock=$(shim_socket "$shim")
     log "killing leftover shim $shim and its processes ${pids//$'\n'/ }"
     # shellcheck disable=SC2086 # word splitting intended: a list of PIDs
     kill -KILL $pids "$shim" 2>/dev/null || true
+    rm -f "$sock"
   done
 }
 

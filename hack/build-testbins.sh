@@ -2,6 +2,7 @@
 # Builds the test bed's Kubernetes and etcd binaries from the Go module proxy into a cache folder keyed by
 # version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd.
 # setup-envtest cannot download here, so the module proxy is the only source. Re-runs are no-ops.
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"

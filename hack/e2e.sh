@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-e2e}
+export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-e2e} BIN_CACHE
 bed="$here/bed.sh"
 
 build_nodelet() {

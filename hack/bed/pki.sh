@@ -9,25 +9,26 @@ new_key() {
   (umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null)
 }
 
+# new_ca NAME CN: a self-signed CA NAME.{key,crt}.
 new_ca() {
-  new_key "$PKI_DIR/ca.key"
-  openssl req -x509 -new -key "$PKI_DIR/ca.key" -sha256 -days 3650 -subj "/CN=nodelet-bed-ca" \
-    -out "$PKI_DIR/ca.crt" -config <(printf '%s\n' '[req]' 'distinguished_name=dn' 'x509_extensions=v3' '[dn]' \
+  new_key "$PKI_DIR/$1.key"
+  openssl req -x509 -new -key "$PKI_DIR/$1.key" -sha256 -days 3650 -subj "/CN=$2" \
+    -out "$PKI_DIR/$1.crt" -config <(printf '%s\n' '[req]' 'distinguished_name=dn' 'x509_extensions=v3' '[dn]' \
       '[v3]' 'basicConstraints=critical,CA:TRUE' 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature' \
       'subjectKeyIdentifier=hash')
 }
 
-# sign NAME SUBJECT EKU [SANS]: a key and a CA-signed certificate NAME.{key,crt}.
+# sign NAME SUBJECT EKU [SANS [CA]]: a key and a certificate NAME.{key,crt} signed by CA (default: ca).
 # EKU is serverAuth, clientAuth or both; SANS an openssl subjectAltName list (DNS:x,IP:y).
 sign() {
-  local name=$1 subject=$2 eku=$3 sans=${4:-} ext
+  local name=$1 subject=$2 eku=$3 sans=${4:-} ca=${5:-ca} ext
   new_key "$PKI_DIR/$name.key"
   ext=$(mktemp)
   printf '%s\n' 'basicConstraints=critical,CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
     "extendedKeyUsage=$eku" 'authorityKeyIdentifier=keyid' > "$ext"
   [ -z "$sans" ] || echo "subjectAltName=$sans" >> "$ext"
   openssl req -new -key "$PKI_DIR/$name.key" -subj "$subject" 2>/dev/null |
-    openssl x509 -req -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+    openssl x509 -req -CA "$PKI_DIR/$ca.crt" -CAkey "$PKI_DIR/$ca.key" -set_serial "0x$(openssl rand -hex 16)" \
       -days 3650 -sha256 -extfile "$ext" -out "$PKI_DIR/$name.crt" 2>/dev/null
   rm -f "$ext"
 }
@@ -86,6 +87,17 @@ node_serving_cert() {
   sign node-serving "/O=system:nodes/CN=system:node:$NODE_NAME" serverAuth "DNS:$NODE_NAME,IP:127.0.0.1,IP:$NODE_IP"
 }
 
+# front_proxy: the API server's request-header (aggregation) CA and client cert; with them the
+# extension-apiserver-authentication ConfigMap is complete and the scheduler and controller-manager stop
+# complaining about a missing requestheader CA bundle.
+front_proxy() {
+  if [ ! -s "$PKI_DIR/front-proxy-ca.crt" ] || [ ! -s "$PKI_DIR/front-proxy-ca.key" ]; then
+    new_ca front-proxy-ca nodelet-bed-front-proxy-ca
+    rm -f "$PKI_DIR/front-proxy-client.crt"
+  fi
+  [ -s "$PKI_DIR/front-proxy-client.crt" ] || sign front-proxy-client /CN=front-proxy-client clientAuth "" front-proxy-ca
+}
+
 # forget_machine_certs: drop what names this machine when its name or IP changed since the last run.
 forget_machine_certs() {
   local id="$NODE_NAME $NODE_IP"
@@ -99,10 +111,11 @@ ensure_pki() {
   if [ ! -s "$PKI_DIR/ca.crt" ] || [ ! -s "$PKI_DIR/ca.key" ]; then
     log "generating PKI in $PKI_DIR"
     rm -f "$PKI_DIR"/*.crt "$PKI_DIR"/*.key "$PKI_DIR"/*.kubeconfig "$PKI_DIR/machine"
-    new_ca
+    new_ca ca nodelet-bed-ca
   fi
   forget_machine_certs
   service_account_keys
+  front_proxy
   apiserver_cert
   node_serving_cert
   client admin kubernetes-admin system:masters

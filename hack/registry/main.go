@@ -248,7 +248,7 @@ func image(files []entry, cfg v1.Config) (*ociImage, error) {
 // gzipped compresses b with no name and no timestamp in the header, so the output depends on b alone.
 func gzipped(b []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
