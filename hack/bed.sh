@@ -55,7 +55,7 @@ node_ip() {
 # tools_dir: where hack/{pause,registry,crictl} are built, keyed by their sources, go.sum and the Go version.
 tools_dir() {
   local key
-  key=$( { go version; cat "$REPO_ROOT/go.sum" "$here"/pause/*.go "$here"/registry/*.go "$here"/crictl/*.go; } |
+  key=$( { go version 2>/dev/null || true; cat "$REPO_ROOT/go.sum" "$here"/pause/*.go "$here"/registry/*.go "$here"/crictl/*.go; } |
     sha256sum | cut -c1-16)
   echo "$BIN_CACHE/tools-$key"
 }

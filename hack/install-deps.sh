@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Installs the test bed's Debian packages that are missing (containerd, runc, CNI plugins, static busybox,
-# openssl, iproute2, iptables for the portmap plugin, curl, util-linux). Idempotent and quiet: apt-get update
-# runs once per call, and only when something is missing. Needs root. Go itself is not installed here.
+# Installs the test bed's Debian packages that are missing: containerd, runc, CNI plugins, static busybox,
+# openssl, iproute2, iptables (for the portmap plugin), curl, util-linux, mount, procps. Idempotent and quiet:
+# apt-get update runs once per call, and only when something is missing. Needs root. Go is not installed here.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-BED_PACKAGES=(containerd runc containernetworking-plugins busybox-static openssl iproute2 iptables curl util-linux)
+BED_PACKAGES=(containerd runc containernetworking-plugins busybox-static openssl iproute2 iptables curl util-linux mount
+  procps)
 
 installed() {
   [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+# quietly CMD...: runs CMD with its output kept aside, shown only if it fails.
+quietly() {
+  local out rc=0
+  out=$(mktemp)
+  "$@" > "$out" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$out" >&2; log "error: '$*' failed (exit $rc)"; }
+  rm -f "$out"
+  return "$rc"
 }
 
 missing_packages() {
@@ -26,8 +37,8 @@ main() {
   [ "$(id -u)" -eq 0 ] || { log "error: missing packages ${missing[*]}; run as root to install them"; exit 1; }
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  quietly apt-get update -qq
+  quietly apt-get install -y -qq --no-install-recommends "${missing[@]}"
   local still
   mapfile -t still < <(missing_packages)
   [ ${#still[@]} -eq 0 ] || { log "error: still missing after apt-get install: ${still[*]}"; exit 1; }
