@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -47,7 +48,14 @@ var _ = Describe("Node", Ordered, func() {
 		Expect(node.Status.Capacity.Cpu().Value()).To(BeNumerically(">", 0))
 		Expect(node.Status.Allocatable.Memory().Cmp(*node.Status.Capacity.Memory())).To(Equal(-1))
 		Expect(node.Status.DaemonEndpoints.KubeletEndpoint.Port).To(BeEquivalentTo(10250))
-		Expect(node.Status.Images).NotTo(BeEmpty(), "the sandbox image containerd pulled is listed")
+
+		// An image the runtime pulls shows up in the node's image list at the next status update.
+		_, err = cri.PullImage(context.Background(), &runtimeapi.ImageSpec{Image: "docker.io/library/busybox:1.37"}, nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			g.Expect(getNode(g).Status.Images).To(ContainElement(
+				HaveField("Names", ContainElement("docker.io/library/busybox:1.37"))))
+		}, 15*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("renews its Lease about every 10 s", func() {
@@ -59,7 +67,11 @@ var _ = Describe("Node", Ordered, func() {
 		first := lease(Default)
 		Expect(*first.Spec.HolderIdentity).To(Equal(nodeName))
 		Expect(*first.Spec.LeaseDurationSeconds).To(BeEquivalentTo(40))
-		Expect(first.OwnerReferences).To(ContainElement(HaveField("Kind", "Node")))
+		// A lease created before the Node was registered gets its owner at the next renewal.
+		node := getNode(Default)
+		Eventually(func(g Gomega) {
+			g.Expect(lease(g).OwnerReferences).To(ContainElement(And(HaveField("Kind", "Node"), HaveField("UID", node.UID))))
+		}, 15*time.Second, 250*time.Millisecond).Should(Succeed())
 		var renewals []time.Time
 		last := first.Spec.RenewTime.Time
 		Eventually(func(g Gomega) {
