@@ -258,7 +258,7 @@ func idsOrAll(args []string, name string, all func() ([]string, error)) ([]strin
 		return all()
 	}
 	if fs.NArg() == 0 {
-		return nil, fmt.Errorf("usage: %s --all | ID...", name)
+		return nil, fmt.Errorf("usage: %s --all or one or more IDs", name)
 	}
 	return fs.Args(), nil
 }

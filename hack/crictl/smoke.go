@@ -164,7 +164,7 @@ func (s *smokeRun) checkLog(ctx context.Context, id string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("container %s: no \"hi\" in %s after 5s (read: %q, %v)", short(id), path, b, err)
+			return fmt.Errorf("container %s: no \"hi\" in %s after 5s (read: %q): %w", short(id), path, b, err)
 		}
 		select {
 		case <-ctx.Done():
