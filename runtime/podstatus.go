@@ -1,0 +1,195 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// PodStatus is what the runtime holds for one pod UID: its sandboxes and containers, newest first.
+type PodStatus struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+	// IPs of the newest ready sandbox (primary first); empty for host-network pods.
+	IPs []string
+	// Sandboxes, newest first.
+	Sandboxes []*runtimeapi.PodSandboxStatus
+	// Containers, newest first: every attempt of every container the runtime still has.
+	Containers []*ContainerStatus
+	// Timestamp is when the status was read.
+	Timestamp time.Time
+}
+
+// ContainerStatus is one container attempt as the runtime reports it, decoded from CRI status, labels and
+// annotations.
+type ContainerStatus struct {
+	ID           string
+	Name         string
+	SandboxID    string
+	State        runtimeapi.ContainerState
+	CreatedAt    time.Time
+	StartedAt    time.Time // zero if never started
+	FinishedAt   time.Time // zero if not exited
+	ExitCode     int32
+	Reason       string // the runtime's reason for the exit (e.g. "OOMKilled", "Error", "Completed")
+	Message      string
+	Image        string // the image as the pod spec names it (falls back to the runtime's image)
+	ImageRef     string // the image ID the runtime resolved (a digest), for status.imageID
+	Hash         uint64
+	RestartCount int // the attempt number recorded at creation
+	Kind         ContainerKind
+	LogPath      string
+	// TerminationMessagePath and Policy, as recorded at creation.
+	TerminationMessagePath   string
+	TerminationMessagePolicy string
+	// PreStop is the JSON of the preStop handler recorded at creation, if any.
+	PreStop string
+	// PodTerminationGracePeriod recorded at creation (-1 if unknown).
+	PodTerminationGracePeriod int64
+}
+
+// FindContainer returns the newest attempt of the named container, or nil.
+func (s *PodStatus) FindContainer(name string) *ContainerStatus {
+	if s == nil {
+		return nil
+	}
+	for _, c := range s.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// ContainerAttempts returns every attempt of the named container, newest first.
+func (s *PodStatus) ContainerAttempts(name string) []*ContainerStatus {
+	var out []*ContainerStatus
+	for _, c := range s.Containers {
+		if c.Name == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ReadySandbox returns the newest sandbox if it is ready, else nil.
+func (s *PodStatus) ReadySandbox() *runtimeapi.PodSandboxStatus {
+	if s == nil || len(s.Sandboxes) == 0 || s.Sandboxes[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil
+	}
+	return s.Sandboxes[0]
+}
+
+// GetPodStatus reads everything the runtime holds for a pod UID: sandboxes (with status and IPs) and
+// every container's status, as the kubelet's GetPodStatus does.
+func (c *Client) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+	now := time.Now()
+	sandboxes, err := c.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{LabelPodUID: string(uid)}})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(sandboxes, func(i, j int) bool { return sandboxes[i].CreatedAt > sandboxes[j].CreatedAt })
+	ps := &PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: now}
+	for i, sb := range sandboxes {
+		st, err := c.PodSandboxStatus(ctx, sb.Id, false)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		ps.Sandboxes = append(ps.Sandboxes, st.Status)
+		if i == 0 && st.Status.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ps.IPs = sandboxIPs(st.Status)
+		}
+	}
+	containers, err := c.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{LabelPodUID: string(uid)}})
+	if err != nil {
+		return nil, err
+	}
+	for _, ctr := range containers {
+		st, err := c.ContainerStatus(ctx, ctr.Id, false)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ps.Containers = append(ps.Containers, DecodeContainerStatus(st.Status, ctr.PodSandboxId))
+	}
+	sort.SliceStable(ps.Containers, func(i, j int) bool { return ps.Containers[i].CreatedAt.After(ps.Containers[j].CreatedAt) })
+	return ps, nil
+}
+
+func sandboxIPs(s *runtimeapi.PodSandboxStatus) []string {
+	n := s.GetNetwork()
+	if n == nil || n.Ip == "" {
+		return nil
+	}
+	ips := []string{n.Ip}
+	for _, ip := range n.AdditionalIps {
+		ips = append(ips, ip.Ip)
+	}
+	return ips
+}
+
+// DecodeContainerStatus turns a CRI container status into a ContainerStatus.
+func DecodeContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
+	a := s.Annotations
+	cs := &ContainerStatus{
+		ID: s.Id, Name: s.Metadata.Name, SandboxID: sandboxID, State: s.State,
+		CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
+		ExitCode: s.ExitCode, Reason: s.Reason, Message: s.Message,
+		Image: a[AnnotationContainerImageSpec], ImageRef: s.ImageRef, LogPath: s.LogPath,
+		RestartCount:              int(s.Metadata.Attempt),
+		TerminationMessagePath:    a[AnnotationTerminationMessagePath],
+		TerminationMessagePolicy:  a[AnnotationTerminationMessagePolicy],
+		PreStop:                   a[AnnotationContainerPreStopHandler],
+		PodTerminationGracePeriod: -1,
+	}
+	if cs.Image == "" {
+		cs.Image = s.GetImage().GetImage()
+	}
+	if n, err := strconv.Atoi(a[AnnotationContainerRestartCount]); err == nil {
+		cs.RestartCount = n
+	}
+	if h, err := strconv.ParseUint(a[AnnotationContainerHash], 16, 64); err == nil {
+		cs.Hash = h
+	}
+	if g, err := strconv.ParseInt(a[AnnotationPodTerminationGracePeriod], 10, 64); err == nil {
+		cs.PodTerminationGracePeriod = g
+	}
+	switch {
+	case a[AnnotationContainerRestartableInit] == "true":
+		cs.Kind = KindSidecar
+	case a[AnnotationContainerInit] == "true":
+		cs.Kind = KindInit
+	}
+	return cs
+}
+
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// String names a container attempt in logs.
+func (c *ContainerStatus) String() string {
+	return fmt.Sprintf("%s(%s#%d)", c.Name, shortID(c.ID), c.RestartCount)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
