@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -155,12 +157,29 @@ func setup(ctx context.Context, mgr ctrl.Manager, cfg *config.Config, cri *runti
 	if err != nil {
 		return err
 	}
-	node, err := nodeReconciler(mgr, cfg, cri, recorder)
+	ips, err := nodeIPs(cfg)
 	if err != nil {
 		return err
 	}
+	pleg := runtime.NewPLEG(cri, runtime.PLEGOptions{
+		Period: time.Second, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, UseEvents: true,
+	})
+	if err := mgr.Add(pleg); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("pleg", func(*http.Request) error { return pleg.Healthy() }); err != nil {
+		return err
+	}
+	node, err := nodeReconciler(mgr, cfg, cri, recorder, ips)
+	if err != nil {
+		return err
+	}
+	node.HealthChecks = []controllers.HealthCheck{{Name: "PLEG", Check: pleg.Healthy}}
 	if err := node.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node controller: %w", err)
+	}
+	if err := podReconciler(mgr, cfg, cri, pleg, recorder, ips).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up pod controller: %w", err)
 	}
 	lease := &controllers.LeaseController{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Clock: clock.RealClock{}, NodeName: cfg.NodeName,
@@ -180,7 +199,50 @@ func eventRecorder(ctx context.Context, restCfg *rest.Config, nodeName string) (
 	return b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: nodeName}), nil
 }
 
-func nodeReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, rec record.EventRecorder) (*controllers.NodeReconciler, error) {
+func nodeIPs(cfg *config.Config) ([]net.IP, error) {
+	if len(cfg.NodeIPs) > 0 {
+		return cfg.NodeIPs, nil
+	}
+	ip, err := controllers.DetectNodeIP(cfg.Hostname, net.LookupIP, utilnet.ChooseHostInterface)
+	if err != nil {
+		return nil, err
+	}
+	return []net.IP{ip}, nil
+}
+
+func podReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, pleg *runtime.PLEG, rec record.EventRecorder, ips []net.IP) *controllers.PodReconciler {
+	kc := &cfg.Kubelet
+	hostIPs := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		hostIPs = append(hostIPs, ip.String())
+	}
+	r := &controllers.PodReconciler{
+		Client: mgr.GetClient(), Runtime: cri, PLEG: pleg, Recorder: rec, Clock: clock.RealClock{},
+		Secrets:  controllers.APIObjects{Reader: mgr.GetAPIReader()},
+		NodeName: cfg.NodeName, RootDir: cfg.RootDir, HostIPs: hostIPs,
+		Sandbox: runtime.SandboxOptions{
+			ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, ResolvConf: derefString(kc.ResolverConfig),
+			PodLogsDir: kc.PodLogsDir, CgroupDriver: kc.CgroupDriver, CgroupsPerQOS: kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS,
+			CgroupRoot: kc.CgroupRoot, NodeHostname: cfg.Hostname,
+		},
+		Workers: 16, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
+		Node: func(ctx context.Context) (*corev1.Node, error) {
+			n := &corev1.Node{}
+			return n, mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n)
+		},
+	}
+	r.RegisterMetrics(ctrlmetrics.Registry)
+	return r
+}
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func nodeReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, rec record.EventRecorder, ips []net.IP) (*controllers.NodeReconciler, error) {
 	kc := &cfg.Kubelet
 	reserved, err := cfg.Reserved()
 	if err != nil {
@@ -189,14 +251,6 @@ func nodeReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, r
 	hard, err := config.ParseThresholds(kc.EvictionHard)
 	if err != nil {
 		return nil, err
-	}
-	ips := cfg.NodeIPs
-	if len(ips) == 0 {
-		ip, err := controllers.DetectNodeIP(cfg.Hostname, net.LookupIP, utilnet.ChooseHostInterface)
-		if err != nil {
-			return nil, err
-		}
-		ips = []net.IP{ip}
 	}
 	return &controllers.NodeReconciler{
 		Client: mgr.GetClient(), Recorder: rec, Runtime: cri, Clock: clock.RealClock{},

@@ -53,6 +53,8 @@ type ContainerStatus struct {
 	PreStop string
 	// PodTerminationGracePeriod recorded at creation (-1 if unknown).
 	PodTerminationGracePeriod int64
+	// TerminationLogHostPath is the host file mounted at TerminationMessagePath, if any.
+	TerminationLogHostPath string
 }
 
 // FindContainer returns the newest attempt of the named container, or nil.
@@ -156,6 +158,11 @@ func DecodeContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *Con
 	}
 	if cs.Image == "" {
 		cs.Image = s.GetImage().GetImage()
+	}
+	for _, m := range s.Mounts {
+		if cs.TerminationMessagePath != "" && m.ContainerPath == cs.TerminationMessagePath {
+			cs.TerminationLogHostPath = m.HostPath
+		}
 	}
 	if n, err := strconv.Atoi(a[AnnotationContainerRestartCount]); err == nil {
 		cs.RestartCount = n

@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// The kubelet's admission failure reasons.
+const (
+	reasonOutOfCPU              = "OutOfcpu"
+	reasonOutOfMemory           = "OutOfmemory"
+	reasonOutOfEphemeralStorage = "OutOfephemeral-storage"
+	reasonOutOfPods             = "OutOfpods"
+	reasonNodeAffinity          = "NodeAffinity"
+)
+
+// admissionResult says whether a pod may start on the node, and if not why (kubelet reason/message).
+type admissionResult struct {
+	admit   bool
+	reason  string
+	message string
+}
+
+// admit checks a pod against the node's allocatable minus what the admitted pods request, and against
+// the node's labels (nodeSelector and required node affinity), as the kubelet's predicate admit handler
+// does. The first failure is reported.
+func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
+	if node != nil {
+		if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+			return admissionResult{reason: reasonNodeAffinity,
+				message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"}
+		}
+	}
+	alloc := corev1.ResourceList{}
+	if node != nil {
+		alloc = node.Status.Allocatable
+	}
+	if q, ok := alloc[corev1.ResourcePods]; ok && int64(len(admitted))+1 > q.Value() {
+		return insufficient(corev1.ResourcePods, 1, int64(len(admitted)), q.Value())
+	}
+	want := podRequests(pod)
+	used := corev1.ResourceList{}
+	for _, p := range admitted {
+		addResources(used, podRequests(p))
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		capacity, ok := alloc[name]
+		req := want[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		u := used[name]
+		if value(name, req)+value(name, u) > value(name, capacity) {
+			return insufficient(name, value(name, req), value(name, u), value(name, capacity))
+		}
+	}
+	return admissionResult{admit: true}
+}
+
+// value is a quantity in the unit the kubelet reports: millicores for CPU, bytes otherwise.
+func value(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func insufficient(name corev1.ResourceName, requested, used, capacity int64) admissionResult {
+	reason := map[corev1.ResourceName]string{
+		corev1.ResourceCPU: reasonOutOfCPU, corev1.ResourceMemory: reasonOutOfMemory,
+		corev1.ResourceEphemeralStorage: reasonOutOfEphemeralStorage, corev1.ResourcePods: reasonOutOfPods,
+	}[name]
+	return admissionResult{reason: reason, message: fmt.Sprintf(
+		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
+}
+
+// podRequests is what a pod asks of the node: the larger of its regular containers plus sidecars and its
+// largest init container (with the sidecars started before it), plus overhead; pod-level resources win.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	if pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0 {
+		out := pod.Spec.Resources.Requests.DeepCopy()
+		addResources(out, pod.Spec.Overhead)
+		return out
+	}
+	regular := corev1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		addResources(regular, pod.Spec.Containers[i].Resources.Requests)
+	}
+	sidecars := corev1.ResourceList{}
+	initMax := corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if isSidecar(c) {
+			addResources(sidecars, c.Resources.Requests)
+			addResources(regular, c.Resources.Requests)
+			continue
+		}
+		step := sidecars.DeepCopy()
+		addResources(step, c.Resources.Requests)
+		maxResources(initMax, step)
+	}
+	maxResources(regular, initMax)
+	addResources(regular, pod.Spec.Overhead)
+	return regular
+}
+
+func addResources(into, add corev1.ResourceList) {
+	for k, v := range add {
+		q := into[k]
+		q.Add(v)
+		into[k] = q
+	}
+}
+
+func maxResources(into, other corev1.ResourceList) {
+	for k, v := range other {
+		if q, ok := into[k]; !ok || v.Cmp(q) > 0 {
+			into[k] = v.DeepCopy()
+		}
+	}
+}
+
+// isSidecar reports whether an init container is a restartable one (a sidecar).
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}

@@ -1,0 +1,126 @@
+package controllers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// housekeepingPeriod is how often the agent looks for orphans (the kubelet's housekeeping period).
+const housekeepingPeriod = 2 * time.Second
+
+// housekeeping finds what no desired pod accounts for — sandboxes and containers of pods force-deleted
+// from the API or left by an earlier run, and pod directories with nothing behind them — and has them
+// cleaned up. Runtime orphans are handed to the Pod reconciler (by enqueuing their name), which stops
+// and removes them like any pod that is no longer desired.
+type housekeeping struct{ r *PodReconciler }
+
+// Start runs housekeeping until ctx ends.
+func (h *housekeeping) Start(ctx context.Context) error {
+	t := h.r.Clock.NewTicker(housekeepingPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			h.run(ctx)
+		}
+	}
+}
+
+func (h *housekeeping) run(ctx context.Context) {
+	r := h.r
+	desired := r.desiredUIDs(ctx)
+	if desired == nil {
+		return // the cache is not readable yet
+	}
+	inRuntime := map[types.UID]bool{}
+	if r.PLEG != nil {
+		for _, p := range r.PLEG.Pods() {
+			inRuntime[p.UID] = true
+			if !desired[p.UID] && !r.known(p.UID) {
+				r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			}
+		}
+	}
+	h.removeOrphanedDirs(ctx, desired, inRuntime)
+	r.crash.GC()
+	r.sandbox.GC()
+}
+
+// desiredUIDs are the UIDs of the pods the API binds to this node.
+func (r *PodReconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods); err != nil {
+		return nil
+	}
+	out := map[types.UID]bool{}
+	for i := range pods.Items {
+		if pods.Items[i].Spec.NodeName == r.NodeName {
+			out[pods.Items[i].UID] = true
+		}
+	}
+	return out
+}
+
+// known reports whether a worker tracks uid (it is being synced or torn down).
+func (r *PodReconciler) known(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.workers[uid]
+	return ok
+}
+
+// removeOrphanedDirs removes <root>/pods/<uid> of pods that are neither desired, tracked nor in the
+// runtime. Directories with something mounted below them are left for volume teardown.
+func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntime map[types.UID]bool) {
+	r := h.r
+	if r.RootDir == "" {
+		return
+	}
+	entries, err := os.ReadDir(filepath.Join(r.RootDir, "pods"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || desired[uid] || inRuntime[uid] || r.known(uid) {
+			continue
+		}
+		dir := filepath.Join(r.RootDir, "pods", e.Name())
+		if hasMounts(dir) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to remove orphaned pod directory", "podUID", uid)
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Removed orphaned pod directory", "podUID", uid)
+	}
+}
+
+// hasMounts reports whether anything is mounted at or below dir.
+func hasMounts(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return true // unknown: be safe
+	}
+	return containsMountUnder(string(b), dir)
+}
+
+func containsMountUnder(mountinfo, dir string) bool {
+	for _, line := range strings.Split(mountinfo, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 4 && (fields[4] == dir || len(fields[4]) > len(dir) && fields[4][:len(dir)+1] == dir+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,258 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// podRuntime is what the Pod reconciler asks of the container runtime.
+type podRuntime interface {
+	imageService
+	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, handler string) (string, error)
+	StopPodSandbox(ctx context.Context, id string) error
+	RemovePodSandbox(ctx context.Context, id string) error
+	CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	StopContainer(ctx context.Context, id string, timeout int64) error
+	RemoveContainer(ctx context.Context, id string) error
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
+}
+
+// relistedPods is what the reconciler asks of the PLEG: the pods the runtime holds, and its events.
+type relistedPods interface {
+	Pods() []runtime.RelistedPod
+	Source() source.Source
+}
+
+// PodReconciler runs the pods bound to this node: the kubelet's pod workers, SyncPod, SyncTerminatingPod
+// and SyncTerminatedPod on controller-runtime. The workqueue key is the pod's namespace/name, so one key
+// is never processed twice at once. Work that may take long — image pulls, stopping containers within
+// their grace period, lifecycle hooks — runs in the background and enqueues the pod when it ends, so a
+// 30 s grace period or a slow pull never holds up another pod.
+type PodReconciler struct {
+	Client   podClient
+	Runtime  podRuntime
+	PLEG     relistedPods
+	Recorder eventRecorder
+	Clock    clock.WithTicker
+	Secrets  secretGetter
+
+	NodeName    string
+	RootDir     string
+	HostIPs     []string
+	Sandbox     runtime.SandboxOptions
+	// Workers bounds the pods synced at once (MaxConcurrentReconciles).
+	Workers int
+	// ImagePulls bounds the image pulls running at once.
+	ImagePulls int
+	// ResyncPeriod is how often a pod is synced without a trigger (the kubelet's syncFrequency).
+	ResyncPeriod time.Duration
+	// NodeAllocatable returns the resources pods may use (for admission and resourceFieldRef defaults).
+	Node func(ctx context.Context) (*corev1.Node, error)
+
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	byKey   map[types.NamespacedName]map[types.UID]bool
+	wake    chan event.GenericEvent
+	puller  *imagePuller
+	crash   *backoff
+	sandbox *backoff
+	metrics *podMetrics
+	rtName  string
+}
+
+// SetupWithManager registers the reconciler: pods bound to the node (status-only updates are ignored so
+// the agent's own writes never trigger a sync), the PLEG's events, and completions of background work.
+func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.init()
+	if err := mgr.Add(&housekeeping{r: r}); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("pod").
+		For(&corev1.Pod{}, builder.WithPredicates(podSpecChanged())).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)})
+	if r.PLEG != nil {
+		b = b.WatchesRawSource(r.PLEG.Source())
+	}
+	return b.Complete(r)
+}
+
+func (r *PodReconciler) init() {
+	r.workers = map[types.UID]*podWorker{}
+	r.byKey = map[types.NamespacedName]map[types.UID]bool{}
+	r.wake = make(chan event.GenericEvent, 1024)
+	r.puller = newImagePuller(r.Runtime, r.Clock, r.ImagePulls, r.Recorder, r.enqueueKey)
+	r.crash = newBackoff(r.Clock, backoffInitial, backoffMax)
+	r.sandbox = newBackoff(r.Clock, time.Second, backoffMax)
+	if r.metrics == nil {
+		r.metrics = newPodMetrics(nil)
+	}
+	if r.ResyncPeriod <= 0 {
+		r.ResyncPeriod = time.Minute
+	}
+}
+
+// podSpecChanged passes creations, deletions and updates that change what should run (spec generation,
+// deletion timestamp or grace period, labels, annotations), not status-only updates.
+func podSpecChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.GetGeneration() != n.GetGeneration() ||
+				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+				!equalInt64Ptr(o.GetDeletionGracePeriodSeconds(), n.GetDeletionGracePeriodSeconds()) ||
+				!equalMaps(o.GetLabels(), n.GetLabels()) || !equalMaps(o.GetAnnotations(), n.GetAnnotations()) ||
+				terminalPhase(o) != terminalPhase(n)
+		},
+	}
+}
+
+func terminalPhase(o any) bool {
+	p, ok := o.(*corev1.Pod)
+	return ok && isTerminalPhase(p.Status.Phase)
+}
+
+func isTerminalPhase(p corev1.PodPhase) bool {
+	return p == corev1.PodSucceeded || p == corev1.PodFailed
+}
+
+func equalInt64Ptr(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// enqueueKey asks for a reconcile of "namespace/name" (used by background work when it ends).
+func (r *PodReconciler) enqueueKey(key string) {
+	ns, name := splitKey(key)
+	r.enqueue(types.NamespacedName{Namespace: ns, Name: name})
+}
+
+func (r *PodReconciler) enqueue(key types.NamespacedName) {
+	stub := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	select {
+	case r.wake <- event.GenericEvent{Object: stub}:
+	default:
+		// The queue of wake-ups is full: the resync and the PLEG will bring the pod back.
+	}
+}
+
+func splitKey(key string) (string, string) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+
+// Reconcile converges everything the node runs under one pod name: old UIDs under that name are torn
+// down first, then the desired pod is synced, terminated or finished.
+func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := r.Clock.Now()
+	defer func() { r.metrics.workerDuration.Observe(r.Clock.Since(start).Seconds()) }()
+	desired, err := r.desiredPod(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pod", req.NamespacedName))
+	res := result{}
+	blocked := false
+	for _, w := range r.workersFor(req.NamespacedName, desired) {
+		if desired != nil && w.uid == desired.UID {
+			continue
+		}
+		done, wr := r.terminateOrphan(ctx, w)
+		res.merge(wr)
+		blocked = blocked || !done
+	}
+	if desired == nil {
+		return res.ctrl(), nil
+	}
+	if blocked {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the previous pod with this name to terminate", "podUID", desired.UID)
+		return res.ctrl(), nil
+	}
+	w := r.workerFor(desired)
+	wr, err := r.syncWorker(ctx, w, desired)
+	res.merge(wr)
+	return res.ctrl(), err
+}
+
+// desiredPod is the pod the API says should run under key, or nil.
+func (r *PodReconciler) desiredPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, key, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get pod %s: %w", key, err)
+	}
+	if pod.Spec.NodeName != r.NodeName {
+		return nil, nil
+	}
+	return pod, nil
+}
+
+// result collects when a pod wants to be looked at again.
+type result struct{ after time.Duration }
+
+func (r *result) merge(o result) {
+	if o.after > 0 && (r.after == 0 || o.after < r.after) {
+		r.after = o.after
+	}
+}
+
+func (r *result) requeueAfter(d time.Duration) { r.merge(result{after: d}) }
+
+func (r result) ctrl() ctrl.Result { return ctrl.Result{RequeueAfter: r.after} }
+
+// runtimeName is the runtime's name ("containerd"), the prefix of container IDs in pod status.
+func (r *PodReconciler) runtimeName(ctx context.Context) string {
+	r.mu.Lock()
+	name := r.rtName
+	r.mu.Unlock()
+	if name != "" {
+		return name
+	}
+	v, err := r.Runtime.Version(ctx)
+	if err != nil {
+		return "containerd"
+	}
+	r.mu.Lock()
+	r.rtName = v.RuntimeName
+	r.mu.Unlock()
+	return v.RuntimeName
+}

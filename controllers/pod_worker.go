@@ -1,0 +1,243 @@
+package controllers
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// lifecycle is a pod's stage on the node; it only moves forward.
+type lifecycle int
+
+const (
+	syncing lifecycle = iota
+	terminating
+	terminated
+)
+
+func (l lifecycle) String() string {
+	return [...]string{"syncing", "terminating", "terminated"}[l]
+}
+
+// podWorker is the agent's memory of one pod UID. Everything in it can be rebuilt from the runtime and
+// the API after a restart; it only remembers what the runtime does not say (admission, grace periods,
+// waiting reasons, background work in flight).
+type podWorker struct {
+	uid types.UID
+	key types.NamespacedName
+	// pod is the last desired pod seen (kept after the API object is gone, to terminate it properly).
+	pod *corev1.Pod
+
+	state    lifecycle
+	admitted bool
+	override *podstatus.Override
+	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds).
+	syncedAt time.Time
+
+	// Termination: grace only shrinks; kill is the stop in flight.
+	gracePeriod      int64
+	terminatingSince time.Time
+	kill             *killOp
+	tornDown         bool
+
+	waiting   map[string]podstatus.Waiting
+	postStart map[string]bool // container IDs whose postStart hook runs
+	// lastStatus is the status last written to the API.
+	lastStatus    *corev1.PodStatus
+	deleted       bool
+	startObserved bool
+}
+
+// setState moves the lifecycle forward only.
+func (w *podWorker) setState(s lifecycle) {
+	if s > w.state {
+		w.state = s
+	}
+}
+
+// workersFor returns the workers of every UID known under key: from earlier syncs, from the runtime (a
+// restart, or pods left by an earlier run) and the desired pod.
+func (r *PodReconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) []*podWorker {
+	runtimeUIDs := map[types.UID]bool{}
+	if r.PLEG != nil {
+		for _, p := range r.PLEG.Pods() {
+			if p.Namespace == key.Namespace && p.Name == key.Name {
+				runtimeUIDs[p.UID] = true
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid := range runtimeUIDs {
+		r.ensureWorkerLocked(uid, key)
+	}
+	if desired != nil {
+		r.ensureWorkerLocked(desired.UID, key)
+	}
+	var out []*podWorker
+	for uid := range r.byKey[key] {
+		out = append(out, r.workers[uid])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
+	return out
+}
+
+func (r *PodReconciler) ensureWorkerLocked(uid types.UID, key types.NamespacedName) *podWorker {
+	w, ok := r.workers[uid]
+	if !ok {
+		w = &podWorker{uid: uid, key: key, gracePeriod: -1, waiting: map[string]podstatus.Waiting{}, postStart: map[string]bool{}}
+		r.workers[uid] = w
+		if r.byKey[key] == nil {
+			r.byKey[key] = map[types.UID]bool{}
+		}
+		r.byKey[key][uid] = true
+	}
+	return w
+}
+
+// workerFor returns the worker of the desired pod, remembering the pod.
+func (r *PodReconciler) workerFor(pod *corev1.Pod) *podWorker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.ensureWorkerLocked(pod.UID, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	w.pod = pod.DeepCopy()
+	return w
+}
+
+// forget drops a worker whose pod is fully gone.
+func (r *PodReconciler) forget(w *podWorker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.workers, w.uid)
+	if m := r.byKey[w.key]; m != nil {
+		delete(m, w.uid)
+		if len(m) == 0 {
+			delete(r.byKey, w.key)
+		}
+	}
+	r.puller.Forget(w.key.String())
+}
+
+// admittedPods are the pods whose resources count against the node: admitted, not terminated.
+func (r *PodReconciler) admittedPods(except types.UID) []*corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*corev1.Pod
+	for uid, w := range r.workers {
+		if uid != except && w.admitted && w.state != terminated && w.pod != nil {
+			out = append(out, w.pod)
+		}
+	}
+	return out
+}
+
+// runningPods counts pods and containers the node runs now (for metrics).
+func (r *PodReconciler) knownWorkers() []*podWorker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*podWorker, 0, len(r.workers))
+	for _, w := range r.workers {
+		out = append(out, w)
+	}
+	return out
+}
+
+// syncWorker drives the desired pod's worker one step: admission, sync, termination, or finishing.
+func (r *PodReconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, error) {
+	status, err := r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return result{}, err
+	}
+	if w.state == syncing && !w.admitted {
+		if done := r.admitPod(ctx, w, pod, status); done {
+			return r.writeStatus(ctx, w, pod, status)
+		}
+	}
+	if w.state == syncing && r.shouldTerminate(ctx, w, pod) {
+		w.setState(terminating)
+	}
+	if w.state == syncing {
+		return r.syncPod(ctx, w, pod, status)
+	}
+	return r.terminatePod(ctx, w, pod, status)
+}
+
+// shouldTerminate reports whether a syncing pod must stop: it is being deleted, its phase is terminal,
+// or the agent decided its fate (activeDeadlineSeconds).
+func (r *PodReconciler) shouldTerminate(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || isTerminalPhase(pod.Status.Phase) || w.override != nil {
+		return true
+	}
+	return r.deadlineExceeded(ctx, w, pod)
+}
+
+// deadlineExceeded applies activeDeadlineSeconds: the pod fails with DeadlineExceeded once it has been
+// active on the node longer than that.
+func (r *PodReconciler) deadlineExceeded(_ context.Context, w *podWorker, pod *corev1.Pod) bool {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return false
+	}
+	start := w.syncedAt
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	if start.IsZero() || r.Clock.Since(start) < time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second {
+		return false
+	}
+	const msg = "Pod was active on the node longer than the specified deadline"
+	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: msg}
+	r.Recorder.Event(podRef(pod), corev1.EventTypeNormal, "DeadlineExceeded", msg)
+	return true
+}
+
+// deadlineRemaining is how long until activeDeadlineSeconds fires (0: no deadline).
+func (r *PodReconciler) deadlineRemaining(w *podWorker, pod *corev1.Pod) time.Duration {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return 0
+	}
+	start := w.syncedAt
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	return max(time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second-r.Clock.Since(start), time.Millisecond)
+}
+
+// admitPod admits a pod on its first sync. A pod the runtime already runs (an agent restart) and a pod
+// already in a terminal phase are not checked again. It returns true when the pod was rejected.
+func (r *PodReconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod, status *runtime.PodStatus) bool {
+	if w.syncedAt.IsZero() {
+		w.syncedAt = r.Clock.Now()
+	}
+	if isTerminalPhase(pod.Status.Phase) {
+		w.setState(terminated)
+		return false
+	}
+	if len(status.Sandboxes) > 0 || len(status.Containers) > 0 {
+		w.admitted = true
+		return false
+	}
+	var node *corev1.Node
+	if r.Node != nil {
+		n, err := r.Node(ctx)
+		if err == nil {
+			node = n
+		}
+	}
+	res := admit(pod, node, r.admittedPods(pod.UID))
+	if res.admit {
+		w.admitted = true
+		return false
+	}
+	ctrl := r.Recorder
+	ctrl.Event(podRef(pod), corev1.EventTypeWarning, res.reason, res.message)
+	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: res.reason, Message: "Pod was rejected: " + res.message, Rejected: true}
+	w.setState(terminated)
+	w.tornDown = true
+	return true
+}

@@ -1,0 +1,613 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// CFS constants of the kubelet's container manager (pkg/kubelet/cm/helpers_linux.go).
+const (
+	minShares      = 2
+	maxShares      = 262144
+	sharesPerCPU   = 1024
+	milliCPUToCPU  = 1000
+	quotaPeriod    = 100000 // µs
+	minQuotaPeriod = 1000   // µs
+
+	cgroupDriverSystemd = "systemd"
+	kubepodsCgroup      = "kubepods"
+	podCgroupPrefix     = "pod"
+	systemdSliceSuffix  = ".slice"
+)
+
+// PodCgroupParent is the pod's cgroup as the kubelet names it for the sandbox's cgroup_parent:
+// <root>/kubepods[/burstable|/besteffort]/pod<uid> with the cgroupfs driver, the expanded slice path
+// (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with '_' for '-'>.slice) with the
+// systemd driver; "" without cgroupsPerQOS, leaving the choice to the runtime.
+func PodCgroupParent(pod *corev1.Pod, opts SandboxOptions) string {
+	if !opts.CgroupsPerQOS {
+		return ""
+	}
+	name := cgroupfsToName(opts.CgroupRoot)
+	name = append(name, kubepodsCgroup)
+	switch GetPodQOS(pod) {
+	case corev1.PodQOSBurstable:
+		name = append(name, strings.ToLower(string(corev1.PodQOSBurstable)))
+	case corev1.PodQOSBestEffort:
+		name = append(name, strings.ToLower(string(corev1.PodQOSBestEffort)))
+	}
+	name = append(name, podCgroupPrefix+string(pod.UID))
+	if opts.CgroupDriver == cgroupDriverSystemd {
+		return systemdCgroupPath(name)
+	}
+	return "/" + path.Join(name...)
+}
+
+// cgroupfsToName splits a cgroupfs path into its components ("/" has none).
+func cgroupfsToName(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// systemdCgroupPath turns components into the nested slices systemd makes of them: each component's
+// '-' becomes '_', the components are joined with '-' into a slice name, and the slice expands to its
+// parents' paths.
+func systemdCgroupPath(name []string) string {
+	if len(name) == 0 {
+		return "/"
+	}
+	var p, prefix string
+	for _, part := range name {
+		part = strings.ReplaceAll(part, "-", "_")
+		p += "/" + prefix + part + systemdSliceSuffix
+		prefix += part + "-"
+	}
+	return p
+}
+
+// linuxSandboxConfig is the sandbox's Linux config like the kubelet's generatePodSandboxLinuxConfig
+// and applySandboxResources.
+func linuxSandboxConfig(pod *corev1.Pod, opts SandboxOptions) (*runtimeapi.LinuxPodSandboxConfig, error) {
+	ns, err := namespaceOptions(pod)
+	if err != nil {
+		return nil, err
+	}
+	sc := &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: ns,
+		Privileged:       hasPrivilegedContainer(pod),
+		Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc.RunAsUser = int64Value(psc.RunAsUser)
+		sc.RunAsGroup = int64Value(psc.RunAsGroup)
+		sc.SelinuxOptions = seLinuxOptions(psc.SELinuxOptions)
+		sc.SupplementalGroups = supplementalGroups(psc)
+		if sc.SupplementalGroupsPolicy, err = supplementalGroupsPolicy(psc); err != nil {
+			return nil, err
+		}
+	}
+	return &runtimeapi.LinuxPodSandboxConfig{
+		CgroupParent:    PodCgroupParent(pod, opts),
+		SecurityContext: sc,
+		Sysctls:         podSysctls(pod),
+		Resources:       sandboxResources(pod),
+		Overhead:        overheadResources(pod),
+	}, nil
+}
+
+func podSysctls(pod *corev1.Pod) map[string]string {
+	s := map[string]string{}
+	if pod.Spec.SecurityContext != nil {
+		for _, sysctl := range pod.Spec.SecurityContext.Sysctls {
+			s[sysctl.Name] = sysctl.Value
+		}
+	}
+	return s
+}
+
+// sandboxResources are the pod's aggregate requests and limits, overhead excluded.
+func sandboxResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
+	req, lim := podRequests(pod), podLimits(pod)
+	cpuRequest := lim[corev1.ResourceCPU]
+	if q, ok := req[corev1.ResourceCPU]; ok {
+		cpuRequest = q
+	}
+	return linuxResources(cpuRequest, lim[corev1.ResourceCPU], lim[corev1.ResourceMemory])
+}
+
+// overheadResources treat the RuntimeClass overhead as requests equal to limits.
+func overheadResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
+	if pod.Spec.Overhead == nil {
+		return &runtimeapi.LinuxContainerResources{}
+	}
+	cpu := pod.Spec.Overhead[corev1.ResourceCPU]
+	return linuxResources(cpu, cpu, pod.Spec.Overhead[corev1.ResourceMemory])
+}
+
+// linuxResources: cpu shares from the request (at least 2), a CFS quota from the limit over a 100ms
+// period (none without a limit), the memory limit.
+func linuxResources(cpuRequest, cpuLimit, memoryLimit resource.Quantity) *runtimeapi.LinuxContainerResources {
+	return &runtimeapi.LinuxContainerResources{
+		CpuShares:          milliCPUToShares(cpuRequest.MilliValue()),
+		CpuQuota:           milliCPUToQuota(cpuLimit.MilliValue(), quotaPeriod),
+		CpuPeriod:          quotaPeriod,
+		MemoryLimitInBytes: memoryLimit.Value(),
+	}
+}
+
+func milliCPUToShares(milliCPU int64) int64 {
+	if milliCPU == 0 {
+		return minShares
+	}
+	return min(max(milliCPU*sharesPerCPU/milliCPUToCPU, minShares), maxShares)
+}
+
+func milliCPUToQuota(milliCPU, period int64) int64 {
+	if milliCPU == 0 {
+		return 0
+	}
+	return max(milliCPU*period/milliCPUToCPU, minQuotaPeriod)
+}
+
+// linuxContainerConfig is the container's Linux config like the kubelet's generateLinuxContainerConfig.
+func linuxContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) (*runtimeapi.LinuxContainerConfig, error) {
+	sc, err := containerSecurityContext(pod, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.LinuxContainerConfig{Resources: containerResources(pod, c, opts), SecurityContext: sc}, nil
+}
+
+// containerResources: the container's cpu request (defaulting to its limit), cpu and memory limits
+// (pod-level limits stand in for unset ones), oom_score_adj, huge page limits and cgroup v2 settings.
+func containerResources(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
+	cpuLimit := containerLimit(pod, c, corev1.ResourceCPU)
+	cpuRequest, ok := c.Resources.Requests[corev1.ResourceCPU]
+	if !ok {
+		cpuRequest = cpuLimit
+	}
+	r := linuxResources(cpuRequest, cpuLimit, containerLimit(pod, c, corev1.ResourceMemory))
+	r.OomScoreAdj = int64(OOMScoreAdjust(pod, c, opts.NodeMemoryCapacity))
+	r.HugepageLimits = hugepageLimits(pod, c, opts.HugePageSizes)
+	if opts.CgroupV2 {
+		r.Unified = map[string]string{"memory.high": "max"}
+		if !opts.SingleProcessOOMKill {
+			r.Unified["memory.oom.group"] = "1"
+		}
+	}
+	return r
+}
+
+// containerLimit is the container's limit, or the pod-level one when the container sets none.
+func containerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceName) resource.Quantity {
+	lim := c.Resources.Limits[name]
+	if lim.IsZero() && isPodLevelResourcesSet(pod) {
+		return pod.Spec.Resources.Limits[name]
+	}
+	return lim
+}
+
+// hugepageLimits sets a limit for each page size: the container's hugepages-<size> limit, else the
+// pod-level one, else 0. Without known host sizes, the sizes asked for are listed.
+func hugepageLimits(pod *corev1.Pod, c *corev1.Container, sizes []string) []*runtimeapi.HugepageLimit {
+	required := map[string]uint64{}
+	if isPodLevelResourcesSet(pod) {
+		addHugepageLimits(required, pod.Spec.Resources.Limits)
+	}
+	addHugepageLimits(required, c.Resources.Limits)
+	if sizes == nil {
+		for size := range required {
+			sizes = append(sizes, size)
+		}
+		sort.Strings(sizes)
+	}
+	var limits []*runtimeapi.HugepageLimit
+	for _, size := range sizes {
+		limits = append(limits, &runtimeapi.HugepageLimit{PageSize: size, Limit: required[size]})
+	}
+	return limits
+}
+
+func addHugepageLimits(required map[string]uint64, limits corev1.ResourceList) {
+	for name, q := range limits {
+		sizeName, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		pageSize, err := resource.ParseQuantity(sizeName)
+		if err != nil {
+			continue
+		}
+		if size, ok := hugePageUnitSize(pageSize.Value()); ok {
+			required[size] = uint64(max(q.Value(), 0))
+		}
+	}
+}
+
+// hugePageUnitSize renders a page size in bytes the way the runtime names it: 2097152 is "2MB".
+func hugePageUnitSize(size int64) (string, bool) {
+	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for size != 0 && size%1024 == 0 && i < len(units)-1 {
+		size /= 1024
+		i++
+	}
+	if size > 1024 && i < len(units)-1 {
+		return "", false
+	}
+	return strconv.FormatInt(size, 10) + units[i], true
+}
+
+// HostHugePageSizes lists the host's huge page sizes ("2MB", "1GB"), smallest first, from
+// /sys/kernel/mm/hugepages; none when that cannot be read.
+func HostHugePageSizes() []string {
+	entries, err := os.ReadDir("/sys/kernel/mm/hugepages")
+	if err != nil {
+		return nil
+	}
+	var kbs []int64
+	for _, e := range entries {
+		v, ok := strings.CutPrefix(e.Name(), "hugepages-")
+		if !ok {
+			continue
+		}
+		if kb, err := strconv.ParseInt(strings.TrimSuffix(v, "kB"), 10, 64); err == nil {
+			kbs = append(kbs, kb)
+		}
+	}
+	sort.Slice(kbs, func(i, j int) bool { return kbs[i] < kbs[j] })
+	sizes := []string{}
+	for _, kb := range kbs {
+		if s, ok := hugePageUnitSize(kb * 1024); ok {
+			sizes = append(sizes, s)
+		}
+	}
+	return sizes
+}
+
+// namespaceOptions: IPC and network shared with the node or the pod, PID per container unless the pod
+// shares it or uses the host's; user namespaces are the node's.
+func namespaceOptions(pod *corev1.Pod) (*runtimeapi.NamespaceOption, error) {
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		return nil, errors.New("can't set `spec.hostUsers: false`, user namespaces are not supported")
+	}
+	ns := &runtimeapi.NamespaceOption{
+		Network:       runtimeapi.NamespaceMode_POD,
+		Pid:           runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:           runtimeapi.NamespaceMode_POD,
+		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return ns, nil
+}
+
+// hasPrivilegedContainer tells whether any init, regular or ephemeral container is privileged.
+func hasPrivilegedContainer(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if isPrivileged(cs[i].SecurityContext) {
+				return true
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if isPrivileged(pod.Spec.EphemeralContainers[i].SecurityContext) {
+			return true
+		}
+	}
+	return false
+}
+
+func isPrivileged(sc *corev1.SecurityContext) bool {
+	return sc != nil && sc.Privileged != nil && *sc.Privileged
+}
+
+func int64Value(v *int64) *runtimeapi.Int64Value {
+	if v == nil {
+		return nil
+	}
+	return &runtimeapi.Int64Value{Value: *v}
+}
+
+func seLinuxOptions(o *corev1.SELinuxOptions) *runtimeapi.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+}
+
+// supplementalGroups: the fsGroup, then the pod's supplemental groups.
+func supplementalGroups(psc *corev1.PodSecurityContext) []int64 {
+	var groups []int64
+	if psc.FSGroup != nil {
+		groups = append(groups, *psc.FSGroup)
+	}
+	return append(groups, psc.SupplementalGroups...)
+}
+
+func supplementalGroupsPolicy(psc *corev1.PodSecurityContext) (runtimeapi.SupplementalGroupsPolicy, error) {
+	if psc.SupplementalGroupsPolicy == nil {
+		return runtimeapi.SupplementalGroupsPolicy_Merge, nil
+	}
+	v, ok := runtimeapi.SupplementalGroupsPolicy_value[string(*psc.SupplementalGroupsPolicy)]
+	if !ok {
+		return 0, fmt.Errorf("unsupported supplementalGroupsPolicy: %s", *psc.SupplementalGroupsPolicy)
+	}
+	return runtimeapi.SupplementalGroupsPolicy(v), nil
+}
+
+// effectiveSecurityContext merges the pod's security context (user, group, runAsNonRoot, SELinux) with
+// the container's, whose fields win.
+func effectiveSecurityContext(pod *corev1.Pod, c *corev1.Container) *corev1.SecurityContext {
+	eff := &corev1.SecurityContext{}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		eff.SELinuxOptions = psc.SELinuxOptions
+		eff.RunAsUser = psc.RunAsUser
+		eff.RunAsGroup = psc.RunAsGroup
+		eff.RunAsNonRoot = psc.RunAsNonRoot
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		return eff
+	}
+	override(&eff.SELinuxOptions, csc.SELinuxOptions)
+	override(&eff.Capabilities, csc.Capabilities)
+	override(&eff.Privileged, csc.Privileged)
+	override(&eff.RunAsUser, csc.RunAsUser)
+	override(&eff.RunAsGroup, csc.RunAsGroup)
+	override(&eff.RunAsNonRoot, csc.RunAsNonRoot)
+	override(&eff.ReadOnlyRootFilesystem, csc.ReadOnlyRootFilesystem)
+	override(&eff.AllowPrivilegeEscalation, csc.AllowPrivilegeEscalation)
+	override(&eff.ProcMount, csc.ProcMount)
+	return eff
+}
+
+func override[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
+}
+
+// containerSecurityContext is the container's CRI security context like the kubelet's
+// determineEffectiveSecurityContext.
+func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	eff := effectiveSecurityContext(pod, c)
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		Capabilities:   capabilities(eff.Capabilities),
+		SelinuxOptions: seLinuxOptions(eff.SELinuxOptions),
+		RunAsUser:      int64Value(eff.RunAsUser),
+		RunAsGroup:     int64Value(eff.RunAsGroup),
+		Privileged:     eff.Privileged != nil && *eff.Privileged,
+		ReadonlyRootfs: eff.ReadOnlyRootFilesystem != nil && *eff.ReadOnlyRootFilesystem,
+		NoNewPrivs:     eff.AllowPrivilegeEscalation != nil && !*eff.AllowPrivilegeEscalation,
+		MaskedPaths:    maskedPaths(eff.ProcMount),
+		ReadonlyPaths:  readonlyPaths(eff.ProcMount),
+	}
+	if sc.RunAsUser == nil {
+		sc.RunAsUser = int64Value(opts.ImageUID)
+		sc.RunAsUsername = opts.ImageUsername
+	}
+	var err error
+	if sc.Seccomp, err = seccompProfile(pod, c, opts); err != nil {
+		return nil, err
+	}
+	// The deprecated string field too, as the kubelet sets it for older runtimes.
+	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil { //nolint:staticcheck // see above
+		return nil, err
+	}
+	if sc.NamespaceOptions, err = namespaceOptions(pod); err != nil {
+		return nil, err
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc.SupplementalGroups = supplementalGroups(psc)
+		if sc.SupplementalGroupsPolicy, err = supplementalGroupsPolicy(psc); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+func capabilities(c *corev1.Capabilities) *runtimeapi.Capability {
+	if c == nil {
+		return nil
+	}
+	out := &runtimeapi.Capability{
+		AddCapabilities:  make([]string, 0, len(c.Add)),
+		DropCapabilities: make([]string, 0, len(c.Drop)),
+	}
+	for _, a := range c.Add {
+		out.AddCapabilities = append(out.AddCapabilities, string(a))
+	}
+	for _, d := range c.Drop {
+		out.DropCapabilities = append(out.DropCapabilities, string(d))
+	}
+	return out
+}
+
+// seccompProfile: the container's profile, else the pod's, else RuntimeDefault with SeccompDefault and
+// Unconfined without.
+func seccompProfile(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) (*runtimeapi.SecurityProfile, error) {
+	var p *corev1.SeccompProfile
+	if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil {
+		p = c.SecurityContext.SeccompProfile
+	} else if pod.Spec.SecurityContext != nil {
+		p = pod.Spec.SecurityContext.SeccompProfile
+	}
+	switch {
+	case p == nil && opts.SeccompDefault, p != nil && p.Type == corev1.SeccompProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
+	case p != nil && p.Type == corev1.SeccompProfileTypeLocalhost:
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			return nil, errors.New("localhostProfile must be set if seccompProfile type is Localhost")
+		}
+		return &runtimeapi.SecurityProfile{
+			ProfileType:  runtimeapi.SecurityProfile_Localhost,
+			LocalhostRef: filepath.Join(opts.SeccompProfileRoot, *p.LocalhostProfile),
+		}, nil
+	}
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
+}
+
+// appArmorProfile: the container's profile, else the deprecated per-container pod annotation, else the
+// pod's; with the deprecated profile string for older runtimes.
+func appArmorProfile(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.SecurityProfile, string, error) {
+	p := effectiveAppArmorProfile(pod, c)
+	if p == nil {
+		return nil, "", nil
+	}
+	switch p.Type {
+	case corev1.AppArmorProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+			corev1.DeprecatedAppArmorBetaProfileRuntimeDefault, nil
+	case corev1.AppArmorProfileTypeUnconfined:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
+			corev1.DeprecatedAppArmorBetaProfileNameUnconfined, nil
+	case corev1.AppArmorProfileTypeLocalhost:
+		if p.LocalhostProfile == nil {
+			return nil, "", errors.New("missing localhost apparmor profile name")
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile},
+			corev1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
+	}
+	return nil, "", fmt.Errorf("unknown apparmor profile type: %q", p.Type)
+}
+
+func effectiveAppArmorProfile(pod *corev1.Pod, c *corev1.Container) *corev1.AppArmorProfile {
+	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
+		return c.SecurityContext.AppArmorProfile
+	}
+	if v, ok := pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok {
+		switch {
+		case v == corev1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+		case v == corev1.DeprecatedAppArmorBetaProfileNameUnconfined:
+			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+		case strings.HasPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix):
+			name := strings.TrimPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix)
+			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+		}
+	}
+	if pod.Spec.SecurityContext != nil {
+		return pod.Spec.SecurityContext.AppArmorProfile
+	}
+	return nil
+}
+
+// The runtime's default masked and read-only paths (kept in sync with moby, as the kubelet does).
+var (
+	defaultMaskedPaths = sync.OnceValue(func() []string {
+		paths := []string{
+			"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+			"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+			"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+		}
+		for _, cpu := range possibleCPUs() {
+			p := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/thermal_throttle", cpu)
+			if _, err := os.Stat(p); err == nil {
+				paths = append(paths, p)
+			}
+		}
+		return paths
+	})
+	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// possibleCPUs lists the CPU numbers of /sys/devices/system/cpu/possible ("0-3,8"), else 0..NumCPU-1.
+func possibleCPUs() []int {
+	data, err := os.ReadFile("/sys/devices/system/cpu/possible")
+	if err == nil {
+		if cpus, ok := parseCPUList(strings.TrimSpace(string(data))); ok {
+			return cpus
+		}
+	}
+	cpus := make([]int, runtime.NumCPU())
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
+}
+
+func parseCPUList(s string) ([]int, bool) {
+	var cpus []int
+	for _, r := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		if !isRange {
+			hi = lo
+		}
+		first, err1 := strconv.Atoi(lo)
+		last, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || last < first || last-first > math.MaxInt16 {
+			return nil, false
+		}
+		for cpu := first; cpu <= last; cpu++ {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus, true
+}
+
+// maskedPaths are the default masked paths, none with procMount Unmasked.
+func maskedPaths(pm *corev1.ProcMountType) []string {
+	if pm != nil && *pm == corev1.UnmaskedProcMount {
+		return []string{}
+	}
+	return defaultMaskedPaths()
+}
+
+// readonlyPaths are the default read-only paths, none with procMount Unmasked.
+func readonlyPaths(pm *corev1.ProcMountType) []string {
+	if pm != nil && *pm == corev1.UnmaskedProcMount {
+		return []string{}
+	}
+	return defaultReadonlyPaths
+}
+
+// verifyRunAsNonRoot checks runAsNonRoot against the effective user, or the image's user when none is
+// set; an unknown image user (both unset) cannot be checked.
+func verifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, imageUID *int64, imageUsername string) error {
+	eff := effectiveSecurityContext(pod, c)
+	if eff.RunAsNonRoot == nil || !*eff.RunAsNonRoot {
+		return nil
+	}
+	desc := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+	switch {
+	case eff.RunAsUser != nil && *eff.RunAsUser == 0:
+		return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", desc, c.Name)
+	case eff.RunAsUser != nil:
+		return nil
+	case imageUID == nil && imageUsername != "":
+		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", imageUsername, desc, c.Name)
+	case imageUID != nil && *imageUID == 0:
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", desc, c.Name)
+	case imageUID != nil && (*imageUID < 0 || *imageUID > math.MaxInt32):
+		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)) (pod: %q, container: %s)", *imageUID, math.MaxInt32, desc, c.Name)
+	}
+	return nil
+}

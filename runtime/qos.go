@@ -1,0 +1,294 @@
+package runtime
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The kubelet's OOM score adjustments (pkg/kubelet/qos/policy.go).
+const (
+	guaranteedOOMScoreAdj = -997
+	besteffortOOMScoreAdj = 1000
+)
+
+// The scheduling constants the kubelet uses to recognise node-critical pods.
+const (
+	systemCriticalPriority  = 2000000000
+	systemNodeCriticalClass = "system-node-critical"
+	configSourceAnnotation  = "kubernetes.io/config.source"
+	configSourceAPIServer   = "api"
+)
+
+// qosResources are the resources whose requests and limits decide a QoS class.
+var qosResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// GetPodQOS returns the pod's QoS class (Guaranteed, Burstable or BestEffort) like the kubelet's
+// k8s.io/kubernetes/pkg/apis/core/v1/helper/qos: the class recorded in the status if any, else the class
+// computed from pod-level resources when they are set, else from every init and regular container.
+func GetPodQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	return ComputePodQOS(pod)
+}
+
+// ComputePodQOS evaluates the pod's resources, ignoring the QoS class recorded in its status.
+func ComputePodQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	if isPodLevelResourcesSet(pod) {
+		return requirementsQOS(pod.Spec.Resources)
+	}
+	var class corev1.PodQOSClass
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			c := requirementsQOS(&cs[i].Resources)
+			switch {
+			case c == corev1.PodQOSBurstable:
+				return c
+			case class == "":
+				class = c
+			case class != c:
+				return corev1.PodQOSBurstable
+			}
+		}
+	}
+	if class == "" {
+		return corev1.PodQOSBestEffort
+	}
+	return class
+}
+
+// requirementsQOS is the QoS shape of one set of requirements.
+func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	var class corev1.PodQOSClass
+	for _, name := range qosResources {
+		c := resourceQOS(r, name)
+		if c == corev1.PodQOSBurstable || (class != "" && class != c) {
+			return corev1.PodQOSBurstable
+		}
+		class = c
+	}
+	return class
+}
+
+// resourceQOS: BestEffort when request and limit are both zero, Guaranteed when they are equal and
+// non-zero, Burstable otherwise.
+func resourceQOS(r *corev1.ResourceRequirements, name corev1.ResourceName) corev1.PodQOSClass {
+	req, lim := r.Requests[name], r.Limits[name]
+	switch {
+	case !req.Equal(lim):
+		return corev1.PodQOSBurstable
+	case req.IsZero():
+		return corev1.PodQOSBestEffort
+	default:
+		return corev1.PodQOSGuaranteed
+	}
+}
+
+// isSupportedPodLevelResource: cpu, memory and hugepages can be set at pod level.
+func isSupportedPodLevelResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory ||
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+func hasSupportedPodLevelResource(l corev1.ResourceList) bool {
+	for name := range l {
+		if isSupportedPodLevelResource(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPodLevelResourcesSet tells whether spec.resources sets a supported resource.
+func isPodLevelResourcesSet(pod *corev1.Pod) bool {
+	r := pod.Spec.Resources
+	return r != nil && (hasSupportedPodLevelResource(r.Requests) || hasSupportedPodLevelResource(r.Limits))
+}
+
+// isPodLevelRequestsSet tells whether spec.resources.requests sets a supported resource.
+func isPodLevelRequestsSet(pod *corev1.Pod) bool {
+	return pod.Spec.Resources != nil && hasSupportedPodLevelResource(pod.Spec.Resources.Requests)
+}
+
+// isPodLevelLimitsSet tells whether spec.resources.limits sets a supported resource.
+func isPodLevelLimitsSet(pod *corev1.Pod) bool {
+	return pod.Spec.Resources != nil && hasSupportedPodLevelResource(pod.Spec.Resources.Limits)
+}
+
+// IsStaticPod tells whether the pod came from a file or URL source (kubernetes.io/config.source other
+// than "api").
+func IsStaticPod(pod *corev1.Pod) bool {
+	src, ok := pod.Annotations[configSourceAnnotation]
+	return ok && src != configSourceAPIServer
+}
+
+// isCriticalPod: static and mirror pods, and pods at system-critical priority or above.
+func isCriticalPod(pod *corev1.Pod) bool {
+	if IsStaticPod(pod) {
+		return true
+	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return true
+	}
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
+}
+
+// isNodeCriticalPod: a critical pod of priority class system-node-critical.
+func isNodeCriticalPod(pod *corev1.Pod) bool {
+	return isCriticalPod(pod) && pod.Spec.PriorityClassName == systemNodeCriticalClass
+}
+
+// OOMScoreAdjust returns the oom_score_adj for a container like the kubelet's qos policy: -997 for
+// Guaranteed and node-critical pods, 1000 for BestEffort, and for Burstable 1000 - 1000*request/capacity
+// clamped to [3, 999] (a sidecar gets no more than the smallest regular container).
+func OOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int {
+	if isNodeCriticalPod(pod) {
+		return guaranteedOOMScoreAdj
+	}
+	switch GetPodQOS(pod) {
+	case corev1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case corev1.PodQOSBestEffort:
+		return besteffortOOMScoreAdj
+	}
+	if memoryCapacity <= 0 {
+		return besteffortOOMScoreAdj - 1
+	}
+	var extra int64
+	if isPodLevelRequestsSet(pod) {
+		extra = remainingPodMemoryPerContainer(pod)
+	}
+	adj := 1000 - 1000*(c.Resources.Requests.Memory().Value()+extra)/memoryCapacity
+	if isSidecar(pod, c) && len(pod.Spec.Containers) > 0 {
+		minAdj := 1000 - 1000*(minRegularContainerMemory(pod)+extra)/memoryCapacity
+		adj = min(adj, minAdj)
+	}
+	return clampBurstableOOMScoreAdj(adj)
+}
+
+// clampBurstableOOMScoreAdj keeps Burstable containers above Guaranteed and below BestEffort.
+func clampBurstableOOMScoreAdj(adj int64) int {
+	if adj < 1000+guaranteedOOMScoreAdj {
+		return 1000 + guaranteedOOMScoreAdj
+	}
+	if adj == besteffortOOMScoreAdj {
+		return int(adj - 1)
+	}
+	return int(adj)
+}
+
+// isSidecar: an init container with restartPolicy Always.
+func isSidecar(pod *corev1.Pod, c *corev1.Container) bool {
+	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		return false
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			return true
+		}
+	}
+	return false
+}
+
+func minRegularContainerMemory(pod *corev1.Pod) int64 {
+	m := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
+	for i := range pod.Spec.Containers[1:] {
+		m = min(m, pod.Spec.Containers[i+1].Resources.Requests.Memory().Value())
+	}
+	return m
+}
+
+// remainingPodMemoryPerContainer shares the pod-level memory request that no container claims equally
+// among all containers.
+func remainingPodMemoryPerContainer(pod *corev1.Pod) int64 {
+	podReq := pod.Spec.Resources.Requests.Memory().Value()
+	n := int64(len(pod.Spec.Containers) + len(pod.Spec.InitContainers))
+	if podReq == 0 || n == 0 {
+		return 0
+	}
+	containers := aggregateContainerResources(pod, requestsOf)
+	remaining := max(podReq-containers.Memory().Value(), 0)
+	return remaining / n
+}
+
+func requestsOf(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }
+func limitsOf(c *corev1.Container) corev1.ResourceList   { return c.Resources.Limits }
+
+func isRestartableInit(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// aggregateContainerResources is what the containers of a pod need at their peak, as the kubelet's
+// resource helpers compute it: regular containers and sidecars add up; each init container needs its own
+// resources plus those of the sidecars started before it; the pod needs the larger of the two.
+func aggregateContainerResources(pod *corev1.Pod, of func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		addResources(total, of(&pod.Spec.Containers[i]))
+	}
+	sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		need := sidecars
+		if isRestartableInit(c) {
+			addResources(total, of(c))
+			addResources(sidecars, of(c))
+		} else {
+			need = corev1.ResourceList{}
+			addResources(need, of(c))
+			addResources(need, sidecars)
+		}
+		maxResources(initPeak, need)
+	}
+	maxResources(total, initPeak)
+	return total
+}
+
+// podRequests are the pod's requests without overhead; pod-level requests win where set.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	reqs := aggregateContainerResources(pod, requestsOf)
+	if isPodLevelRequestsSet(pod) {
+		applyPodLevelResources(reqs, pod.Spec.Resources.Requests)
+	}
+	return reqs
+}
+
+// podLimits are the pod's limits without overhead; pod-level limits win where set.
+func podLimits(pod *corev1.Pod) corev1.ResourceList {
+	lims := aggregateContainerResources(pod, limitsOf)
+	if isPodLevelResourcesSet(pod) {
+		applyPodLevelResources(lims, pod.Spec.Resources.Limits)
+	}
+	return lims
+}
+
+func applyPodLevelResources(dst, podLevel corev1.ResourceList) {
+	for name, q := range podLevel {
+		if isSupportedPodLevelResource(name) {
+			dst[name] = q.DeepCopy()
+		}
+	}
+}
+
+func addResources(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; ok {
+			cur.Add(q)
+			dst[name] = cur
+			continue
+		}
+		dst[name] = q.DeepCopy()
+	}
+}
+
+func maxResources(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+			dst[name] = q.DeepCopy()
+		}
+	}
+}

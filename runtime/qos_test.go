@@ -1,0 +1,137 @@
+package runtime
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func podWith(init, regular []corev1.ResourceRequirements) *corev1.Pod {
+	pod := &corev1.Pod{}
+	for i, r := range init {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: "init" + string(rune('a'+i)), Resources: r})
+	}
+	for i, r := range regular {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "c" + string(rune('a'+i)), Resources: r})
+	}
+	return pod
+}
+
+func TestGetPodQOS(t *testing.T) {
+	guaranteed := resources(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))
+	none := corev1.ResourceRequirements{}
+	tests := []struct {
+		name    string
+		init    []corev1.ResourceRequirements
+		regular []corev1.ResourceRequirements
+		podRes  *corev1.ResourceRequirements
+		status  corev1.PodQOSClass
+		want    corev1.PodQOSClass
+	}{
+		{"no resources", nil, []corev1.ResourceRequirements{none}, nil, "", corev1.PodQOSBestEffort},
+		{"no containers", nil, nil, nil, "", corev1.PodQOSBestEffort},
+		{"requests equal limits", nil, []corev1.ResourceRequirements{guaranteed, guaranteed}, nil, "", corev1.PodQOSGuaranteed},
+		{"limits only (requests defaulted from them by the API) still need both resources", nil,
+			[]corev1.ResourceRequirements{resources(nil, rl("cpu", "1"))}, nil, "", corev1.PodQOSBurstable},
+		{"memory missing", nil, []corev1.ResourceRequirements{resources(rl("cpu", "1"), rl("cpu", "1"))}, nil, "", corev1.PodQOSBurstable},
+		{"requests below limits", nil, []corev1.ResourceRequirements{resources(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "2", "memory", "1Gi"))},
+			nil, "", corev1.PodQOSBurstable},
+		{"guaranteed and best effort mixed", nil, []corev1.ResourceRequirements{guaranteed, none}, nil, "", corev1.PodQOSBurstable},
+		{"init container counts", []corev1.ResourceRequirements{none}, []corev1.ResourceRequirements{guaranteed}, nil, "", corev1.PodQOSBurstable},
+		{"other resources do not count", nil, []corev1.ResourceRequirements{resources(rl("ephemeral-storage", "1Gi"), nil)}, nil, "", corev1.PodQOSBestEffort},
+		{"pod-level resources decide", nil, []corev1.ResourceRequirements{none},
+			&corev1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "1Gi"), Limits: rl("cpu", "1", "memory", "1Gi")}, "", corev1.PodQOSGuaranteed},
+		{"pod-level burstable over guaranteed containers", nil, []corev1.ResourceRequirements{guaranteed},
+			&corev1.ResourceRequirements{Requests: rl("cpu", "1")}, "", corev1.PodQOSBurstable},
+		{"pod-level resources of unsupported kinds are ignored", nil, []corev1.ResourceRequirements{guaranteed},
+			&corev1.ResourceRequirements{Requests: rl("ephemeral-storage", "1Gi")}, "", corev1.PodQOSGuaranteed},
+		{"status wins", nil, []corev1.ResourceRequirements{none}, nil, corev1.PodQOSGuaranteed, corev1.PodQOSGuaranteed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := podWith(tt.init, tt.regular)
+			pod.Spec.Resources = tt.podRes
+			pod.Status.QOSClass = tt.status
+			if got := GetPodQOS(pod); got != tt.want {
+				t.Errorf("GetPodQOS = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOOMScoreAdjust(t *testing.T) {
+	const capacity = 10 * gi
+	burst := func(mem string) corev1.ResourceRequirements { return resources(rl("memory", mem), nil) }
+	guaranteed := resources(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))
+	tests := []struct {
+		name   string
+		pod    func() *corev1.Pod
+		target func(*corev1.Pod) *corev1.Container
+		want   int
+	}{
+		{"guaranteed", func() *corev1.Pod { return podWith(nil, []corev1.ResourceRequirements{guaranteed}) }, first, -997},
+		{"best effort", func() *corev1.Pod { return podWith(nil, []corev1.ResourceRequirements{{}}) }, first, 1000},
+		{"burstable 10% of memory", func() *corev1.Pod { return podWith(nil, []corev1.ResourceRequirements{burst("1Gi")}) }, first, 900},
+		{"burstable without memory request", func() *corev1.Pod {
+			return podWith(nil, []corev1.ResourceRequirements{resources(rl("cpu", "1"), nil)})
+		}, first, 999},
+		{"burstable asking for all memory", func() *corev1.Pod { return podWith(nil, []corev1.ResourceRequirements{burst("20Gi")}) }, first, 3},
+		{"sidecar no higher than the smallest regular container", func() *corev1.Pod {
+			p := podWith([]corev1.ResourceRequirements{burst("100Mi")}, []corev1.ResourceRequirements{burst("2Gi"), burst("1Gi")})
+			p.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+			return p
+		}, func(p *corev1.Pod) *corev1.Container { return &p.Spec.InitContainers[0] }, 900},
+		{"pod-level request shared among containers", func() *corev1.Pod {
+			p := podWith(nil, []corev1.ResourceRequirements{burst("1Gi"), {}})
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("memory", "5Gi")}
+			return p
+		}, first, 1000 - 1000*(gi+2*gi)/capacity},
+		{"system-node-critical static pod", func() *corev1.Pod {
+			p := podWith(nil, []corev1.ResourceRequirements{{}})
+			p.Annotations = map[string]string{configSourceAnnotation: "file"}
+			p.Spec.PriorityClassName = "system-node-critical"
+			return p
+		}, first, -997},
+		{"system-node-critical by priority", func() *corev1.Pod {
+			p := podWith(nil, []corev1.ResourceRequirements{{}})
+			p.Spec.Priority, p.Spec.PriorityClassName = ptr.To[int32](2000001000), "system-node-critical"
+			return p
+		}, first, -997},
+		{"node-critical class on an API pod below critical priority", func() *corev1.Pod {
+			p := podWith(nil, []corev1.ResourceRequirements{{}})
+			p.Annotations = map[string]string{configSourceAnnotation: "api"}
+			p.Spec.PriorityClassName = "system-node-critical"
+			return p
+		}, first, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := tt.pod()
+			if got := OOMScoreAdjust(pod, tt.target(pod), capacity); got != tt.want {
+				t.Errorf("OOMScoreAdjust = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func first(p *corev1.Pod) *corev1.Container { return &p.Spec.Containers[0] }
+
+func TestIsStaticPod(t *testing.T) {
+	tests := []struct {
+		annotations map[string]string
+		want        bool
+	}{
+		{nil, false},
+		{map[string]string{configSourceAnnotation: "api"}, false},
+		{map[string]string{configSourceAnnotation: "file"}, true},
+		{map[string]string{configSourceAnnotation: "http"}, true},
+	}
+	for _, tt := range tests {
+		pod := &corev1.Pod{}
+		pod.Annotations = tt.annotations
+		if got := IsStaticPod(pod); got != tt.want {
+			t.Errorf("IsStaticPod(%v) = %v", tt.annotations, got)
+		}
+	}
+}
