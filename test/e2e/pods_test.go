@@ -146,7 +146,9 @@ var _ = Describe("Pods on containerd", func() {
 	It("puts a crashing container in CrashLoopBackOff with a growing restartCount", func() {
 		create(shPod(ns, "crash", "exit 1"))
 		Eventually(func(g Gomega) {
-			cs := getPod(g, ns, "crash").Status.ContainerStatuses[0]
+			statuses := getPod(g, ns, "crash").Status.ContainerStatuses
+			g.Expect(statuses).To(HaveLen(1))
+			cs := statuses[0]
 			g.Expect(cs.RestartCount).To(BeNumerically(">=", 2))
 			g.Expect(cs.State.Waiting).NotTo(BeNil())
 			g.Expect(cs.State.Waiting.Reason).To(Equal("CrashLoopBackOff"))
