@@ -57,10 +57,10 @@ type PodReconciler struct {
 	Clock    clock.WithTicker
 	Secrets  secretGetter
 
-	NodeName    string
-	RootDir     string
-	HostIPs     []string
-	Sandbox     runtime.SandboxOptions
+	NodeName string
+	RootDir  string
+	HostIPs  []string
+	Sandbox  runtime.SandboxOptions
 	// Workers bounds the pods synced at once (MaxConcurrentReconciles).
 	Workers int
 	// ImagePulls bounds the image pulls running at once.

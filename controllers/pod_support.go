@@ -9,6 +9,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,7 @@ type podClient = client.Client
 type secretGetter interface {
 	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	RuntimeHandler(ctx context.Context, runtimeClassName string) (string, error)
 }
 
 // APIObjects reads Secrets and ConfigMaps by name straight from the API (no cache, no list/watch).
@@ -44,6 +46,15 @@ func (a APIObjects) GetSecret(ctx context.Context, namespace, name string) (*cor
 		return nil, err
 	}
 	return s, nil
+}
+
+// RuntimeHandler returns the CRI handler of a RuntimeClass, read by name.
+func (a APIObjects) RuntimeHandler(ctx context.Context, name string) (string, error) {
+	rc := &nodev1.RuntimeClass{}
+	if err := a.Reader.Get(ctx, types.NamespacedName{Name: name}, rc); err != nil {
+		return "", err
+	}
+	return rc.Handler, nil
 }
 
 // dockerConfig is the content of a kubernetes.io/dockerconfigjson or dockercfg Secret.
@@ -98,7 +109,7 @@ func matchAuth(s *corev1.Secret, domain string) *runtimeapi.AuthConfig {
 		return nil
 	}
 	for key, a := range cfg.Auths {
-		if registryHost(key) != domain && !(domain == "docker.io" && registryHost(key) == "index.docker.io") {
+		if !registryMatches(registryHost(key), domain) {
 			continue
 		}
 		out := &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth,
@@ -111,6 +122,11 @@ func matchAuth(s *corev1.Secret, domain string) *runtimeapi.AuthConfig {
 		return out
 	}
 	return nil
+}
+
+// registryMatches reports whether a docker config host serves the image's domain.
+func registryMatches(host, domain string) bool {
+	return host == domain || domain == "docker.io" && host == "index.docker.io"
 }
 
 // registryHost reduces a docker config key ("https://index.docker.io/v1/", "registry:5000") to a host.
@@ -126,8 +142,6 @@ type podMetrics struct {
 	startSLI        prometheus.Histogram
 	sandboxDuration prometheus.Histogram
 	containerStarts prometheus.Counter
-	runningPods     prometheus.GaugeFunc
-	runningCtrs     prometheus.GaugeFunc
 }
 
 func newPodMetrics(reg prometheus.Registerer) *podMetrics {

@@ -89,7 +89,12 @@ func (r *PodReconciler) createSandbox(ctx context.Context, w *podWorker, pod *co
 	}
 	var handler string
 	if err == nil {
-		handler, err = runtime.RuntimeHandler(pod, nil)
+		handler, err = runtime.RuntimeHandler(pod, func(name string) (string, error) {
+			if r.Secrets == nil {
+				return "", fmt.Errorf("runtime class %q: no API access", name)
+			}
+			return r.Secrets.RuntimeHandler(ctx, name)
+		})
 	}
 	var id string
 	if err == nil {

@@ -50,7 +50,6 @@ type podWorker struct {
 	postStart map[string]bool // container IDs whose postStart hook runs
 	// lastStatus is the status last written to the API.
 	lastStatus    *corev1.PodStatus
-	deleted       bool
 	startObserved bool
 }
 
@@ -133,17 +132,6 @@ func (r *PodReconciler) admittedPods(except types.UID) []*corev1.Pod {
 		if uid != except && w.admitted && w.state != terminated && w.pod != nil {
 			out = append(out, w.pod)
 		}
-	}
-	return out
-}
-
-// runningPods counts pods and containers the node runs now (for metrics).
-func (r *PodReconciler) knownWorkers() []*podWorker {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*podWorker, 0, len(r.workers))
-	for _, w := range r.workers {
-		out = append(out, w)
 	}
 	return out
 }

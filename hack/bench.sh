@@ -4,7 +4,8 @@
 # time and in a burst), and always tears the bed down after. It prints figures and never judges them: it fails
 # only when a phase fails. The output is kept in $BED_DIR/bench.txt. Extra arguments go to the bench program,
 # e.g. hack/bench.sh --single 20 --burst 10. The nodelet binary is built into bin/nodelet first unless NODELET_BIN
-# names one. Only one bed can run at a time on a machine (fixed ports): this script refuses to start next to one.
+# names one. Only one bed can run at a time on a machine (fixed ports): this script refuses to start next to one,
+# or waits BED_WAIT seconds (default 0) for it to go.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,12 +27,28 @@ build() {
   (cd "$REPO_ROOT" && go build -o /dev/null ./test/bench) || die "go build ./test/bench failed"
 }
 
-# check_no_bed: another bed's ports are taken; bringing ours up (and tearing it down) next to it would break it.
-check_no_bed() {
-  local port owner
-  for port in 6443 2379; do
+# bed_busy: what shows another bed: a `bed.sh up` still running (it may not listen yet), or "port pid/command" of
+# the first port of a bed (registry, etcd, apiserver, controller-manager, scheduler, nodelet) in use. Empty if none.
+bed_busy() {
+  local port owner up
+  up=$(pgrep -f 'bed\.sh up' | head -1 || true)
+  [ -z "$up" ] || { echo "bed.sh-up pid $up"; return 0; }
+  for port in 5000 2379 6443 10257 10259 10250; do
     owner=$(ss -Hltnp "sport = :$port" 2>/dev/null | sed -n 's/.*users:(("\([^"]*\)",pid=\([0-9]*\).*/\2\/\1/p' | head -1)
-    [ -z "$owner" ] || die "port $port is in use by $owner: another bed is up (stop it with its own BED_DIR first)"
+    [ -z "$owner" ] || { echo "$port $owner"; return 0; }
+  done
+}
+
+# check_no_bed: bringing our bed up (and tearing it down) next to another one would break it. With BED_WAIT=SECONDS,
+# wait that long (polling every 30 s) for the other bed to go.
+check_no_bed() {
+  local busy waited=0 limit=${BED_WAIT:-0}
+  while busy=$(bed_busy) && [ -n "$busy" ]; do
+    [ "$waited" -lt "$limit" ] ||
+      die "another bed is up or coming up ($busy): stop it with its own BED_DIR, or set BED_WAIT"
+    log "another bed is up or coming up ($busy): waiting for it to go (${waited}s of ${limit}s)"
+    sleep 30
+    waited=$((waited + 30))
   done
 }
 

@@ -270,9 +270,9 @@ var _ = Describe("Pods on containerd", func() {
 	})
 
 	It("stops the containers of a pod whose object was force-deleted", func() {
-		p := create(shPod(ns, "forced", "sleep 3600"))
+		create(shPod(ns, "forced", "sleep 3600"))
 		Eventually(func(g Gomega) { g.Expect(getPod(g, ns, "forced").Status.Phase).To(Equal(corev1.PodRunning)) }, 30*time.Second).Should(Succeed())
-		p = getPod(Default, ns, "forced")
+		p := getPod(Default, ns, "forced")
 		Expect(k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(func() []*runtimeapi.Container { return runtimeContainers(p.UID) }, 20*time.Second).Should(BeEmpty())
 	})
