@@ -331,6 +331,37 @@ var _ = Describe("Pod reconciler", func() {
 		}, 20*time.Second, 50*time.Millisecond).Should(Succeed())
 	})
 
+	It("fails a pod that outlives activeDeadlineSeconds with DeadlineExceeded and stops it", func() {
+		Expect(admin.Create(ctx, busyboxPod(ns, "deadline", nodeName, func(p *corev1.Pod) {
+			p.Spec.ActiveDeadlineSeconds = ptr.To(int64(2))
+		}))).To(Succeed())
+		Eventually(func(g Gomega) { runningContainer(g, "deadline", "app") }).Should(Succeed())
+		Eventually(func(g Gomega) {
+			p := getPod(g, "deadline")
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+			g.Expect(p.Status.Reason).To(Equal("DeadlineExceeded"))
+			g.Expect(p.Status.Message).To(Equal("Pod was active on the node longer than the specified deadline"))
+			for _, c := range containersOf("deadline") {
+				g.Expect(c.State).NotTo(Equal(runtimeapi.ContainerState_CONTAINER_RUNNING))
+			}
+		}, 15*time.Second).Should(Succeed())
+	})
+
+	It("kills a container whose postStart hook fails (FailedPostStartHook)", func() {
+		rt.SetExecResult("hooked", nil, []byte("boom"), 1)
+		Expect(admin.Create(ctx, busyboxPod(ns, "hook", nodeName, func(p *corev1.Pod) {
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			p.Spec.Containers[0].Name = "hooked"
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{
+				Exec: &corev1.ExecAction{Command: []string{"false"}}}}
+		}))).To(Succeed())
+		Eventually(func(g Gomega) {
+			p := getPod(g, "hook")
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+		}, 15*time.Second).Should(Succeed())
+		Eventually(bed.events.Events).Should(Receive(ContainSubstring("FailedPostStartHook")))
+	})
+
 	It("runs init containers in order before the app, and keeps a sidecar running", func() {
 		Expect(admin.Create(ctx, busyboxPod(ns, "init", nodeName, func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{

@@ -261,6 +261,13 @@ func (r *PodReconciler) removePod(ctx context.Context, w *podWorker, st *runtime
 			return err
 		}
 	}
+	if r.Sandbox.PodLogsDir != "" {
+		stub := &corev1.Pod{}
+		stub.Namespace, stub.Name, stub.UID = w.key.Namespace, w.key.Name, w.uid
+		if err := os.RemoveAll(runtime.PodLogDir(r.Sandbox.PodLogsDir, stub)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
