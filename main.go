@@ -36,6 +36,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -178,9 +179,14 @@ func setup(ctx context.Context, mgr ctrl.Manager, cfg *config.Config, cri *runti
 	if err := node.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node controller: %w", err)
 	}
-	if err := podReconciler(mgr, cfg, cri, pleg, recorder, ips).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up pod controller: %w", err)
-	}
+	pods := podReconciler(mgr, cfg, cri, pleg, recorder, ips)
+	pods.Probes = &probes.Manager{Exec: cri, Clock: clock.RealClock{}, Recorder: recorder, OnChange: pods.Enqueue}
+	// The pod controller runs beside the manager, not in it: it must not wait for the API's caches.
+	go func() {
+		if err := pods.Run(ctx, controllers.APIPodSource(mgr.GetCache())); err != nil {
+			ctrl.Log.Error(err, "Pod controller stopped")
+		}
+	}()
 	lease := &controllers.LeaseController{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Clock: clock.RealClock{}, NodeName: cfg.NodeName,
 		LeaseDuration: secondsDuration(cfg.Kubelet.NodeLeaseDurationSeconds),

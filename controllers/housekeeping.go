@@ -57,11 +57,21 @@ func (h *housekeeping) run(ctx context.Context) {
 
 // desiredUIDs are the UIDs of the pods the API binds to this node.
 func (r *PodReconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	if r.Static != nil {
+		for _, p := range r.Static.List() {
+			out[p.UID] = true
+		}
+	}
+	if r.Client == nil {
+		return out
+	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods); err != nil {
+	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.Client.List(lctx, pods); err != nil {
 		return nil
 	}
-	out := map[types.UID]bool{}
 	for i := range pods.Items {
 		if pods.Items[i].Spec.NodeName == r.NodeName {
 			out[pods.Items[i].UID] = true

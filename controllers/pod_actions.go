@@ -20,6 +20,15 @@ type startAction struct {
 type killAction struct {
 	container *runtime.ContainerStatus
 	message   string
+	// grace overrides the pod's grace period (a probe's terminationGracePeriodSeconds).
+	grace *int64
+}
+
+// probeResults is what the actions need from the probes: whether a container has started (startup
+// probe) and whether it must be restarted (liveness or startup probe failed).
+type probeResults interface {
+	Started(containerID string) (started, known bool)
+	LivenessFailed(containerID string) (failed bool, message string, gracePeriod *int64)
 }
 
 // podActions is what a sync must do, computed from the pod spec and the runtime's state only (the
@@ -38,18 +47,18 @@ type podActions struct {
 }
 
 // computePodActions decides the next step for a syncing pod.
-func computePodActions(pod *corev1.Pod, st *runtime.PodStatus) podActions {
+func computePodActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults) podActions {
 	var a podActions
 	sb := st.ReadySandbox()
 	if sb == nil {
 		return sandboxActions(pod, st)
 	}
 	current := containersIn(st, sb.Id)
-	a.initialized = initActions(pod, current, &a)
+	a.initialized = initActions(pod, current, probes, &a)
 	if !a.initialized {
 		return a
 	}
-	regularActions(pod, current, &a)
+	regularActions(pod, current, probes, &a)
 	a.done = !anyRegularAction(a) && !anyRegularRunning(pod, current)
 	if a.done {
 		a.start = nil // sidecars are not restarted once the pod's work is done
@@ -94,13 +103,13 @@ func containersIn(st *runtime.PodStatus, sandboxID string) *runtime.PodStatus {
 
 // initActions walks the init containers in order: the first one not done is (re)started, and a sidecar
 // must run before the next init container starts. It returns whether the pod is initialized.
-func initActions(pod *corev1.Pod, st *runtime.PodStatus, a *podActions) bool {
+func initActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, a *podActions) bool {
 	if regularStarted(pod, st) {
 		// Initialized earlier in this sandbox: only keep the sidecars running.
 		for i := range pod.Spec.InitContainers {
 			c := &pod.Spec.InitContainers[i]
 			if isSidecar(c) {
-				keepRunning(c, runtime.KindSidecar, st.FindContainer(c.Name), corev1.RestartPolicyAlways, a)
+				keepRunning(c, runtime.KindSidecar, st.FindContainer(c.Name), corev1.RestartPolicyAlways, probes, a)
 			}
 		}
 		return true
@@ -112,6 +121,13 @@ func initActions(pod *corev1.Pod, st *runtime.PodStatus, a *podActions) bool {
 			if last == nil || last.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				a.start = append(a.start, restartOf(c, runtime.KindSidecar, last))
 				return false
+			}
+			if failed, msg, grace := livenessFailed(probes, last); failed {
+				a.kill = append(a.kill, killAction{container: last, message: msg, grace: grace})
+				return false
+			}
+			if !started(probes, last) {
+				return false // the next init container waits for the sidecar's startup probe
 			}
 			continue
 		}
@@ -146,15 +162,30 @@ func regularStarted(pod *corev1.Pod, st *runtime.PodStatus) bool {
 
 // regularActions starts containers that never ran or must restart, and stops those whose definition
 // changed.
-func regularActions(pod *corev1.Pod, st *runtime.PodStatus, a *podActions) {
+func regularActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, a *podActions) {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		keepRunning(c, runtime.KindRegular, st.FindContainer(c.Name), pod.Spec.RestartPolicy, a)
+		keepRunning(c, runtime.KindRegular, st.FindContainer(c.Name), pod.Spec.RestartPolicy, probes, a)
 	}
 }
 
+func livenessFailed(probes probeResults, c *runtime.ContainerStatus) (bool, string, *int64) {
+	if probes == nil {
+		return false, "", nil
+	}
+	return probes.LivenessFailed(c.ID)
+}
+
+func started(probes probeResults, c *runtime.ContainerStatus) bool {
+	if probes == nil {
+		return true
+	}
+	ok, _ := probes.Started(c.ID)
+	return ok
+}
+
 // keepRunning decides for one container given its latest attempt and restart policy.
-func keepRunning(c *corev1.Container, kind runtime.ContainerKind, last *runtime.ContainerStatus, policy corev1.RestartPolicy, a *podActions) {
+func keepRunning(c *corev1.Container, kind runtime.ContainerKind, last *runtime.ContainerStatus, policy corev1.RestartPolicy, probes probeResults, a *podActions) {
 	switch {
 	case last == nil:
 		a.start = append(a.start, startAction{container: c, kind: kind})
@@ -162,6 +193,8 @@ func keepRunning(c *corev1.Container, kind runtime.ContainerKind, last *runtime.
 		if last.Hash != 0 && last.Hash != runtime.HashContainer(c) {
 			a.kill = append(a.kill, killAction{container: last,
 				message: "Container " + c.Name + " definition changed, will be restarted"})
+		} else if failed, msg, grace := livenessFailed(probes, last); failed {
+			a.kill = append(a.kill, killAction{container: last, message: msg, grace: grace})
 		}
 	case shouldRestart(policy, last):
 		a.start = append(a.start, restartOf(c, kind, last))

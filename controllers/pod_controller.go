@@ -10,16 +10,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -36,6 +41,21 @@ type podRuntime interface {
 	StopContainer(ctx context.Context, id string, timeout int64) error
 	RemoveContainer(ctx context.Context, id string) error
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
+}
+
+// proberManager is what the Pod reconciler asks of the probes.
+type proberManager interface {
+	probeResults
+	Sync(pod *corev1.Pod, podIPs []string, containers []probes.ContainerInfo)
+	RemovePod(uid types.UID)
+	Ready(containerID string) (ready, known bool)
+}
+
+// staticStore is what the Pod reconciler asks of the static pod store.
+type staticStore interface {
+	Get(key types.NamespacedName) (*corev1.Pod, bool)
+	List() []*corev1.Pod
+	Source() source.Source
 }
 
 // relistedPods is what the reconciler asks of the PLEG: the pods the runtime holds, and its events.
@@ -56,6 +76,10 @@ type PodReconciler struct {
 	Recorder eventRecorder
 	Clock    clock.WithTicker
 	Secrets  secretGetter
+	// Probes runs the containers' probes (nil: none).
+	Probes proberManager
+	// Static holds the static pods (nil: none). Client may be nil in standalone mode (no API server).
+	Static staticStore
 
 	NodeName string
 	RootDir  string
@@ -81,22 +105,69 @@ type PodReconciler struct {
 	rtName  string
 }
 
-// SetupWithManager registers the reconciler: pods bound to the node (status-only updates are ignored so
-// the agent's own writes never trigger a sync), the PLEG's events, and completions of background work.
-func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// Run runs the pod controller until ctx ends, with the PLEG, completions of background work, the static
+// pod store and the given sources (APIPodSource for the API's pods). It is deliberately not a manager
+// Runnable: a manager starts its runnables only once its caches have synced, and static pods must run
+// before — and without — an API server.
+func (r *PodReconciler) Run(ctx context.Context, sources ...source.Source) error {
 	r.init()
-	if err := mgr.Add(&housekeeping{r: r}); err != nil {
+	c, err := controller.NewTypedUnmanaged[reconcile.Request]("pod", controller.TypedOptions[reconcile.Request]{
+		Reconciler:              r,
+		MaxConcurrentReconciles: max(r.Workers, 1),
+		Logger:                  ctrl.LoggerFrom(ctx),
+		SkipNameValidation:      ptr.To(true),
+	})
+	if err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("pod").
-		For(&corev1.Pod{}, builder.WithPredicates(podSpecChanged())).
-		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)})
+	all := append([]source.Source{source.Channel(r.wake, &handler.EnqueueRequestForObject{})}, sources...)
 	if r.PLEG != nil {
-		b = b.WatchesRawSource(r.PLEG.Source())
+		all = append(all, r.PLEG.Source())
 	}
-	return b.Complete(r)
+	if r.Static != nil {
+		all = append(all, r.Static.Source())
+	}
+	for _, src := range all {
+		if err := c.Watch(src); err != nil {
+			return err
+		}
+	}
+	go func() { _ = (&housekeeping{r: r}).Start(ctx) }()
+	return c.Start(ctx)
+}
+
+// APIPodSource enqueues the pods of the manager's (node-scoped) cache, ignoring status-only updates. It
+// registers with the informer without waiting for it to sync, so the controller starts at once even
+// while the API server is unreachable.
+func APIPodSource(c cache.Cache) source.Source {
+	pred := podSpecChanged()
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		inf, err := c.GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		add := func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
+			} else if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				if pod, ok := tomb.Obj.(*corev1.Pod); ok {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
+				}
+			}
+		}
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: add,
+			UpdateFunc: func(o, n any) {
+				op, ok1 := o.(*corev1.Pod)
+				np, ok2 := n.(*corev1.Pod)
+				if ok1 && ok2 && pred.Update(event.UpdateEvent{ObjectOld: op, ObjectNew: np}) {
+					add(n)
+				}
+			},
+			DeleteFunc: add,
+		})
+		return err
+	})
 }
 
 func (r *PodReconciler) init() {
@@ -213,17 +284,36 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 
 // desiredPod is the pod the API says should run under key, or nil.
 func (r *PodReconciler) desiredPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	if r.Static != nil {
+		if pod, ok := r.Static.Get(key); ok {
+			return pod, nil
+		}
+	}
+	if r.Client == nil {
+		return nil, nil
+	}
 	pod := &corev1.Pod{}
-	if err := r.Client.Get(ctx, key, pod); err != nil {
+	gctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.Client.Get(gctx, key, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
 	}
-	if pod.Spec.NodeName != r.NodeName {
-		return nil, nil
+	if pod.Spec.NodeName != r.NodeName || isMirrorPod(pod) {
+		return nil, nil // a mirror pod only reflects a static pod; it never runs by itself
 	}
 	return pod, nil
+}
+
+// apiReadTimeout bounds a read of the pod cache, which blocks while the API server is unreachable.
+const apiReadTimeout = 5 * time.Second
+
+// isMirrorPod reports whether pod is the API's mirror of a static pod.
+func isMirrorPod(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
 }
 
 // result collects when a pod wants to be looked at again.
@@ -256,3 +346,6 @@ func (r *PodReconciler) runtimeName(ctx context.Context) string {
 	r.mu.Unlock()
 	return v.RuntimeName
 }
+
+// Enqueue asks for a sync of the pod namespace/name (for the probes' result changes).
+func (r *PodReconciler) Enqueue(key types.NamespacedName) { r.enqueue(key) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -61,18 +62,26 @@ func (b *podBed) start() {
 					corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")}}}, nil
 		},
 	}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	done := make(chan struct{}, 2)
 	go func() {
 		defer GinkgoRecover()
-		defer close(done)
+		defer func() { done <- struct{}{} }()
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
+	go func() {
+		defer GinkgoRecover()
+		defer func() { done <- struct{}{} }()
+		Expect(r.Run(ctx, controllers.APIPodSource(mgr.GetCache()))).To(Succeed())
+	}()
+	var once sync.Once
 	b.stop = func() {
-		cancel()
-		<-done
-		_ = os.RemoveAll(root)
+		once.Do(func() {
+			cancel()
+			<-done
+			<-done
+			_ = os.RemoveAll(root)
+		})
 	}
 	DeferCleanup(func() { b.stop() })
 }

@@ -49,6 +49,9 @@ func (r *PodReconciler) computeStatus(ctx context.Context, w *podWorker, pod *co
 			return runtime.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)
 		},
 	}
+	if r.Probes != nil {
+		in.Ready, in.Started = r.Probes.Ready, r.Probes.Started
+	}
 	if w.lastStatus != nil {
 		p := pod.DeepCopy()
 		p.Status = *w.lastStatus
@@ -61,34 +64,72 @@ func (r *PodReconciler) computeStatus(ctx context.Context, w *podWorker, pod *co
 // source of the container's terminationMessagePath (recorded by the runtime in its mounts).
 func terminationLogPath(c *runtime.ContainerStatus) string { return c.TerminationLogHostPath }
 
-// writeStatus computes the pod's status and writes it when it differs from what the API holds (or what
-// this agent last wrote). The patch carries the pod's UID as a precondition, so a status never lands on a
-// newer pod of the same name; it is a status-only write, which the pod watch ignores.
+// writeStatus computes the pod's status and writes it when it differs from what the API holds. The base
+// of the patch is the status this agent last wrote to that object (the agent is the only writer of a
+// pod's status), else the cached one. The patch carries the object's UID as a precondition, so a status
+// never lands on a newer pod of the same name; it is a status-only write, which the pod watch ignores.
+// A static pod's status goes to its mirror pod, when there is one.
 func (r *PodReconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
 	status := r.computeStatus(ctx, w, pod, st)
-	current := pod.Status
-	if w.lastStatus != nil {
-		current = *w.lastStatus
-	}
-	if podstatus.Equal(&current, &status) && podstatus.Equal(&pod.Status, &status) {
+	w.lastStatus = &status
+	target := r.statusTarget(ctx, pod)
+	if target == nil {
 		return result{}, nil
 	}
-	patch, err := statusPatch(pod.UID, &current, &status)
+	base := target.Status
+	if w.written != nil && w.writtenUID == target.UID {
+		base = *w.written
+	}
+	if podstatus.Equal(&base, &status) {
+		return result{}, nil
+	}
+	patch, err := statusPatch(target.UID, &base, &status)
 	if err != nil {
 		return result{}, err
 	}
-	target := &corev1.Pod{}
-	target.Namespace, target.Name = pod.Namespace, pod.Name
-	if err := r.Client.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+	obj := &corev1.Pod{}
+	obj.Namespace, obj.Name = target.Namespace, target.Name
+	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
-			return result{}, nil // the pod is gone; its runtime state is cleaned up as an orphan
+			return result{}, nil // the object is gone; its runtime state is cleaned up as an orphan
 		}
 		return result{}, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	w.lastStatus = &status
+	w.written, w.writtenUID = &status, target.UID
 	r.observeStart(w, pod, &status)
 	ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", status.Phase)
 	return result{}, nil
+}
+
+// statusTarget is the API object that carries the pod's status: the pod itself, or for a static pod its
+// mirror pod (nil when there is none yet, or no API server).
+func (r *PodReconciler) statusTarget(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	if r.Client == nil {
+		return nil
+	}
+	if !isStaticPod(pod) {
+		return pod
+	}
+	mirror := &corev1.Pod{}
+	gctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.Client.Get(gctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, mirror); err != nil {
+		return nil
+	}
+	if !isMirrorPod(mirror) || mirror.Annotations[corev1.MirrorPodAnnotationKey] != pod.Annotations[configHashAnnotation] ||
+		mirror.DeletionTimestamp != nil {
+		return nil
+	}
+	return mirror
+}
+
+// configHashAnnotation holds a static pod's hash, which its mirror pod repeats.
+const configHashAnnotation = "kubernetes.io/config.hash"
+
+// isStaticPod reports whether a pod comes from a manifest file or URL rather than the API.
+func isStaticPod(pod *corev1.Pod) bool {
+	src := pod.Annotations["kubernetes.io/config.source"]
+	return src == "file" || src == "http"
 }
 
 // statusPatch is the kubelet's status patch: a two-way strategic merge patch from the status the API is

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -19,7 +20,8 @@ import (
 // must stop, start what must start, then write the status the runtime now shows.
 func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
 	var res result
-	acts := computePodActions(pod, st)
+	r.syncProbes(pod, st)
+	acts := computePodActions(pod, st, r.probeResults())
 	if acts.killPod {
 		r.Recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
@@ -41,7 +43,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.P
 		if st, err = r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
 			return res, err
 		}
-		acts = computePodActions(pod, st)
+		acts = computePodActions(pod, st, r.probeResults())
 	}
 	if len(acts.kill) > 0 {
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
@@ -59,6 +61,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.P
 			if st, err = r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
 				return res, err
 			}
+			r.syncProbes(pod, st)
 		}
 	}
 	res.requeueAfter(r.deadlineRemaining(w, pod))
@@ -221,4 +224,34 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 		Env: env, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
 		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog},
 	})
+}
+
+// syncProbes tells the probe workers which containers run now.
+func (r *PodReconciler) syncProbes(pod *corev1.Pod, st *runtime.PodStatus) {
+	if r.Probes == nil {
+		return
+	}
+	infos := make([]probes.ContainerInfo, 0, len(st.Containers))
+	seen := map[string]bool{}
+	for _, c := range st.Containers { // newest first: the first attempt of a name is the current one
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		infos = append(infos, probes.ContainerInfo{Name: c.Name, ID: c.ID, StartedAt: c.StartedAt,
+			Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING})
+	}
+	ips := st.IPs
+	if pod.Spec.HostNetwork {
+		ips = r.HostIPs
+	}
+	r.Probes.Sync(pod, ips, infos)
+}
+
+// probeResults is the probes' view for computePodActions (nil without probes).
+func (r *PodReconciler) probeResults() probeResults {
+	if r.Probes == nil {
+		return nil
+	}
+	return r.Probes
 }

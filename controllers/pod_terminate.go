@@ -198,6 +198,11 @@ func (r *PodReconciler) killContainer(ctx context.Context, pod *corev1.Pod, k ki
 	if pod != nil {
 		r.Recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", msg)
 	}
+	if k.grace != nil {
+		if d := r.Clock.Now().Add(time.Duration(max(*k.grace, 1)) * time.Second); d.Before(deadline) {
+			deadline = d
+		}
+	}
 	if hook := preStopHandler(spec, c); hook != nil {
 		hctx, cancel := context.WithDeadline(ctx, deadline)
 		r.runPreStop(hctx, pod, spec, c, hook)

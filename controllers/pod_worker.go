@@ -48,8 +48,10 @@ type podWorker struct {
 
 	waiting   map[string]podstatus.Waiting
 	postStart map[string]bool // container IDs whose postStart hook runs
-	// lastStatus is the status last written to the API.
+	// lastStatus is the status last computed; written is what was last written to the object writtenUID.
 	lastStatus    *corev1.PodStatus
+	written       *corev1.PodStatus
+	writtenUID    types.UID
 	startObserved bool
 }
 
@@ -121,6 +123,9 @@ func (r *PodReconciler) forget(w *podWorker) {
 		}
 	}
 	r.puller.Forget(w.key.String())
+	if r.Probes != nil {
+		r.Probes.RemovePod(w.uid)
+	}
 }
 
 // admittedPods are the pods whose resources count against the node: admitted, not terminated.

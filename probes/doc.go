@@ -1,7 +1,13 @@
-// Package probes will own the probe workers (exec through CRI ExecSync, httpGet, tcpSocket, grpc), their
-// result cache, and the event source that reports result changes to the Pod reconciler.
+// Package probes runs the startup, liveness and readiness probes of running containers, the kubelet's
+// prober model: one worker goroutine per container and probe, one single-method prober per protocol
+// (exec through the CRI's ExecSync, httpGet, tcpSocket, grpc health), thresholds applied by the worker,
+// and a result cache keyed by container ID.
 //
-// It reports; it must not restart containers itself.
+// The Pod reconciler calls Manager.Sync on every sync of a running pod and RemovePod when the pod is gone;
+// it reads Ready, Started and LivenessFailed when it computes actions and status, and receives result
+// changes through Manager.OnChange, which it turns into reconcile requests. A probe failure is a result
+// (and an Unhealthy event), never an error.
 //
-// Status: the package is reserved by the layout; probes arrive with the volumes and probes work item.
+// The package reports; it must not restart or kill containers itself, and it must not write pod status.
+// All waiting is on the injected clock, so tests drive time with a fake clock.
 package probes
