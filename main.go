@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -30,14 +32,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/staticpods"
 )
 
 // Set at build time (-ldflags -X main.version=...).
@@ -81,13 +86,11 @@ func newLogger(verbosity int) logr.Logger {
 }
 
 func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
-	if cfg.Kubeconfig == "" {
-		return errors.New("--kubeconfig is required: standalone mode (static pods only) is not available yet")
-	}
 	if err := os.MkdirAll(cfg.RootDir, 0o750); err != nil {
 		return fmt.Errorf("create root dir: %w", err)
 	}
-	log.Info("Starting nodelet", "version", version, "node", cfg.NodeName, "config", cfg.ConfigFile)
+	standalone := cfg.Kubeconfig == ""
+	log.Info("Starting nodelet", "version", version, "node", cfg.NodeName, "config", cfg.ConfigFile, "standalone", standalone)
 	restCfg, err := restConfig(cfg)
 	if err != nil {
 		return err
@@ -101,18 +104,159 @@ func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
 		return err
 	}
 	defer func() { _ = cri.Close() }()
-
 	mgr, err := newManager(restCfg, cfg)
 	if err != nil {
 		return err
 	}
-	if err := setup(ctx, mgr, cfg, cri, restCfg); err != nil {
+	a := &agent{cfg: cfg, mgr: mgr, cri: cri, standalone: standalone}
+	if err := a.setup(ctx, restCfg); err != nil {
 		return err
+	}
+	// Node-local work (runtime, PLEG, static pods, the pod controller) runs beside the manager: a
+	// manager starts its runnables only once the API's caches have synced, and static pods must run
+	// before — and without — an API server.
+	for _, r := range a.local {
+		go func() {
+			if err := r.Start(ctx); err != nil {
+				log.Error(err, "Node-local component stopped")
+			}
+		}()
 	}
 	return mgr.Start(ctx)
 }
 
+// agent holds what main wires together.
+type agent struct {
+	cfg        *config.Config
+	mgr        ctrl.Manager
+	cri        *runtime.Client
+	standalone bool
+	local      []manager.Runnable
+}
+
+func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
+	cfg, mgr, cri := a.cfg, a.mgr, a.cri
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("runtime", cri.ReadyCheck); err != nil {
+		return err
+	}
+	a.local = append(a.local, &runtime.Connector{Client: cri, Clock: clock.RealClock{}})
+	recorder, err := eventRecorder(ctx, restCfg, cfg.NodeName, a.standalone)
+	if err != nil {
+		return err
+	}
+	ips, err := nodeIPs(cfg)
+	if err != nil {
+		return err
+	}
+	pleg := runtime.NewPLEG(cri, runtime.PLEGOptions{
+		Period: time.Second, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, UseEvents: true,
+	})
+	a.local = append(a.local, pleg)
+	if err := mgr.AddReadyzCheck("pleg", func(*http.Request) error { return pleg.Healthy() }); err != nil {
+		return err
+	}
+	store := a.staticPods(recorder)
+	pods := podReconciler(mgr, cfg, cri, pleg, recorder, ips, a.standalone)
+	pods.Probes = &probes.Manager{Exec: cri, Clock: clock.RealClock{}, Recorder: recorder, OnChange: pods.Enqueue}
+	if store != nil {
+		pods.Static, pods.StaticKinds = store, a.staticKinds()
+	}
+	var sources []source.Source
+	if !a.standalone {
+		sources = append(sources, controllers.APIPodSource(mgr.GetCache()))
+	}
+	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
+	if a.standalone {
+		return nil
+	}
+	return a.setupAPI(ctx, recorder, ips, pleg, store)
+}
+
+// setupAPI wires what needs the API server: the pod index, the Node, its Lease and mirror pods.
+func (a *agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips []net.IP, pleg *runtime.PLEG, store *staticpods.Store) error {
+	cfg, mgr := a.cfg, a.mgr
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, controllers.PodNodeNameField, controllers.PodNodeName); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	node, err := nodeReconciler(mgr, cfg, a.cri, recorder, ips)
+	if err != nil {
+		return err
+	}
+	node.HealthChecks = []controllers.HealthCheck{{Name: "PLEG", Check: pleg.Healthy}}
+	if err := node.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up node controller: %w", err)
+	}
+	lease := &controllers.LeaseController{
+		Client: mgr.GetClient(), Reader: mgr.GetClient(), Clock: clock.RealClock{}, NodeName: cfg.NodeName,
+		LeaseDuration: secondsDuration(cfg.Kubelet.NodeLeaseDurationSeconds),
+	}
+	if err := lease.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if store == nil {
+		return nil
+	}
+	mirrors := &controllers.MirrorPodReconciler{Client: mgr.GetClient(), Static: store, NodeName: cfg.NodeName,
+		NodeUID: func(ctx context.Context) types.UID {
+			n := &corev1.Node{}
+			if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n); err != nil {
+				return ""
+			}
+			return n.UID
+		}}
+	return mirrors.SetupWithManager(mgr)
+}
+
+// staticKinds are the static pod sources the configuration names.
+func (a *agent) staticKinds() []string {
+	var kinds []string
+	if a.cfg.Kubelet.StaticPodPath != "" {
+		kinds = append(kinds, staticpods.SourceFile)
+	}
+	if a.cfg.Kubelet.StaticPodURL != "" {
+		kinds = append(kinds, staticpods.SourceHTTP)
+	}
+	return kinds
+}
+
+// staticPods starts the static pod sources the configuration names (nil when it names none).
+func (a *agent) staticPods(recorder record.EventRecorder) *staticpods.Store {
+	kc := &a.cfg.Kubelet
+	if kc.StaticPodPath == "" && kc.StaticPodURL == "" {
+		return nil
+	}
+	nodeRef := &corev1.ObjectReference{Kind: "Node", Name: a.cfg.NodeName, UID: types.UID(a.cfg.NodeName)}
+	log := ctrl.Log.WithName("staticpods")
+	report := func(reason, message string) {
+		log.Info("Static pod source problem", "reason", reason, "message", message)
+		recorder.Event(nodeRef, corev1.EventTypeWarning, reason, message)
+	}
+	store := staticpods.NewStore(a.cfg.NodeName, report)
+	if kc.StaticPodPath != "" {
+		a.local = append(a.local, &staticpods.FileSource{Path: kc.StaticPodPath, Period: kc.FileCheckFrequency.Duration,
+			NodeName: a.cfg.NodeName, Clock: clock.RealClock{}, Store: store, Report: report})
+	}
+	if kc.StaticPodURL != "" {
+		header := http.Header{}
+		for k, vs := range kc.StaticPodURLHeader {
+			for _, v := range vs {
+				header.Add(k, v)
+			}
+		}
+		a.local = append(a.local, &staticpods.URLSource{URL: kc.StaticPodURL, Header: header, Period: kc.HTTPCheckFrequency.Duration,
+			NodeName: a.cfg.NodeName, Clock: clock.RealClock{}, Store: store, Report: report})
+	}
+	return store
+}
+
 func restConfig(cfg *config.Config) (*rest.Config, error) {
+	if cfg.Kubeconfig == "" {
+		// Standalone: the manager needs a config, but nothing in standalone mode talks to an API server.
+		return &rest.Config{Host: "https://127.0.0.1:1"}, nil
+	}
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", cfg.Kubeconfig, err)
@@ -137,71 +281,24 @@ func newManager(restCfg *rest.Config, cfg *config.Config) (ctrl.Manager, error) 
 		HealthProbeBindAddress: healthAddr,
 		LeaderElection:         false,
 		Cache:                  controllers.CacheOptions(cfg.NodeName),
-		Client:                 controllers.ClientOptions(),
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return controllers.RESTMapper(), nil
+		},
+		Client: controllers.ClientOptions(),
 	})
-}
-
-func setup(ctx context.Context, mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, restCfg *rest.Config) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, controllers.PodNodeNameField, controllers.PodNodeName); err != nil {
-		return fmt.Errorf("index pods by node: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("runtime", cri.ReadyCheck); err != nil {
-		return err
-	}
-	if err := mgr.Add(&runtime.Connector{Client: cri, Clock: clock.RealClock{}}); err != nil {
-		return err
-	}
-	recorder, err := eventRecorder(ctx, restCfg, cfg.NodeName)
-	if err != nil {
-		return err
-	}
-	ips, err := nodeIPs(cfg)
-	if err != nil {
-		return err
-	}
-	pleg := runtime.NewPLEG(cri, runtime.PLEGOptions{
-		Period: time.Second, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, UseEvents: true,
-	})
-	if err := mgr.Add(pleg); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("pleg", func(*http.Request) error { return pleg.Healthy() }); err != nil {
-		return err
-	}
-	node, err := nodeReconciler(mgr, cfg, cri, recorder, ips)
-	if err != nil {
-		return err
-	}
-	node.HealthChecks = []controllers.HealthCheck{{Name: "PLEG", Check: pleg.Healthy}}
-	if err := node.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up node controller: %w", err)
-	}
-	pods := podReconciler(mgr, cfg, cri, pleg, recorder, ips)
-	pods.Probes = &probes.Manager{Exec: cri, Clock: clock.RealClock{}, Recorder: recorder, OnChange: pods.Enqueue}
-	// The pod controller runs beside the manager, not in it: it must not wait for the API's caches.
-	go func() {
-		if err := pods.Run(ctx, controllers.APIPodSource(mgr.GetCache())); err != nil {
-			ctrl.Log.Error(err, "Pod controller stopped")
-		}
-	}()
-	lease := &controllers.LeaseController{
-		Client: mgr.GetClient(), Reader: mgr.GetClient(), Clock: clock.RealClock{}, NodeName: cfg.NodeName,
-		LeaseDuration: secondsDuration(cfg.Kubelet.NodeLeaseDurationSeconds),
-	}
-	return lease.SetupWithManager(mgr)
 }
 
 // eventRecorder records core/v1 events as the kubelet does (source component "kubelet", host = node).
-func eventRecorder(ctx context.Context, restCfg *rest.Config, nodeName string) (record.EventRecorder, error) {
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return nil, err
-	}
+func eventRecorder(ctx context.Context, restCfg *rest.Config, nodeName string, standalone bool) (record.EventRecorder, error) {
 	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	b.StartStructuredLogging(4)
+	if !standalone {
+		cs, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return nil, err
+		}
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	}
 	return b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: nodeName}), nil
 }
 
@@ -216,7 +313,7 @@ func nodeIPs(cfg *config.Config) ([]net.IP, error) {
 	return []net.IP{ip}, nil
 }
 
-func podReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, pleg *runtime.PLEG, rec record.EventRecorder, ips []net.IP) *controllers.PodReconciler {
+func podReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, pleg *runtime.PLEG, rec record.EventRecorder, ips []net.IP, standalone bool) *controllers.PodReconciler {
 	kc := &cfg.Kubelet
 	hostIPs := make([]string, 0, len(ips))
 	for _, ip := range ips {
@@ -233,9 +330,14 @@ func podReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, pl
 		},
 		Workers: 16, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
 		Node: func(ctx context.Context) (*corev1.Node, error) {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the cache blocks while the API is away
+			defer cancel()
 			n := &corev1.Node{}
 			return n, mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n)
 		},
+	}
+	if standalone {
+		r.Client, r.Secrets, r.Node = nil, nil, nil
 	}
 	r.RegisterMetrics(ctrlmetrics.Registry)
 	return r

@@ -38,8 +38,8 @@ func (h *housekeeping) Start(ctx context.Context) error {
 func (h *housekeeping) run(ctx context.Context) {
 	r := h.r
 	desired := r.desiredUIDs(ctx)
-	if desired == nil {
-		return // the cache is not readable yet
+	if desired == nil || !r.staticSeen() {
+		return // the cache or a static pod source has not been read yet
 	}
 	inRuntime := map[types.UID]bool{}
 	if r.PLEG != nil {

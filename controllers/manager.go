@@ -1,9 +1,15 @@
 package controllers
 
 import (
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -23,4 +29,24 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{
 		DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &coordinationv1.Lease{}},
 	}}
+}
+
+// RESTMapper maps the few kinds the agent uses without asking the API server's discovery: the agent must
+// start (and run static pods) while the API server is unreachable, and need not read discovery at all.
+func RESTMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	add := func(gv schema.GroupVersion, scope meta.RESTScope, kinds ...string) {
+		for _, k := range kinds {
+			m.Add(gv.WithKind(k), scope)
+			m.Add(gv.WithKind(k+"List"), scope)
+		}
+	}
+	add(corev1.SchemeGroupVersion, meta.RESTScopeNamespace, "Pod", "Secret", "ConfigMap", "Event", "ServiceAccount", "Service", "Endpoints")
+	add(corev1.SchemeGroupVersion, meta.RESTScopeRoot, "Node", "Namespace")
+	add(coordinationv1.SchemeGroupVersion, meta.RESTScopeNamespace, "Lease")
+	add(nodev1.SchemeGroupVersion, meta.RESTScopeRoot, "RuntimeClass")
+	add(authenticationv1.SchemeGroupVersion, meta.RESTScopeRoot, "TokenReview")
+	add(authorizationv1.SchemeGroupVersion, meta.RESTScopeRoot, "SubjectAccessReview")
+	add(eventsv1.SchemeGroupVersion, meta.RESTScopeNamespace, "Event")
+	return m
 }

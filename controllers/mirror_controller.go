@@ -65,7 +65,9 @@ func (r *MirrorPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	case !hasStatic:
 		return ctrl.Result{}, nil
 	case exists && mirror.DeletionTimestamp != nil:
-		return ctrl.Result{}, nil // it goes; its deletion brings us back to create it again
+		// Someone deleted it: finish the deletion at once (nothing runs behind a mirror pod); the delete
+		// event brings us back to create it again.
+		return ctrl.Result{}, r.deleteMirror(ctx, mirror, "it was deleted")
 	case exists && mirror.Annotations[corev1.MirrorPodAnnotationKey] != static.Annotations[configHashAnnotation]:
 		return ctrl.Result{}, r.deleteMirror(ctx, mirror, "it is stale")
 	case exists:

@@ -56,6 +56,7 @@ type staticStore interface {
 	Get(key types.NamespacedName) (*corev1.Pod, bool)
 	List() []*corev1.Pod
 	Source() source.Source
+	SeenSources(kinds ...string) bool
 }
 
 // relistedPods is what the reconciler asks of the PLEG: the pods the runtime holds, and its events.
@@ -78,8 +79,10 @@ type PodReconciler struct {
 	Secrets  secretGetter
 	// Probes runs the containers' probes (nil: none).
 	Probes proberManager
-	// Static holds the static pods (nil: none). Client may be nil in standalone mode (no API server).
-	Static staticStore
+	// Static holds the static pods (nil: none); StaticKinds are its configured sources ("file", "http").
+	// Client may be nil in standalone mode (no API server).
+	Static      staticStore
+	StaticKinds []string
 
 	NodeName string
 	RootDir  string
@@ -258,6 +261,11 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if desired == nil && !r.staticSeen() {
+		// Until every static pod source was read once, a pod missing from the store may just not have
+		// been read yet: never stop anything on that ground (an agent restart must not kill static pods).
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pod", req.NamespacedName))
 	res := result{}
 	blocked := false
@@ -349,3 +357,8 @@ func (r *PodReconciler) runtimeName(ctx context.Context) string {
 
 // Enqueue asks for a sync of the pod namespace/name (for the probes' result changes).
 func (r *PodReconciler) Enqueue(key types.NamespacedName) { r.enqueue(key) }
+
+// staticSeen reports whether every configured static pod source has been read at least once.
+func (r *PodReconciler) staticSeen() bool {
+	return r.Static == nil || r.Static.SeenSources(r.StaticKinds...)
+}

@@ -2,12 +2,14 @@ package controllers_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -71,7 +73,10 @@ func newNodeManager(nodeName string) ctrl.Manager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  controllers.CacheOptions(nodeName),
-		Client:                 controllers.ClientOptions(),
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return controllers.RESTMapper(), nil
+		},
+		Client: controllers.ClientOptions(),
 		// Each spec starts its own manager in one process: controller names repeat.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})

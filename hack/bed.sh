@@ -138,7 +138,10 @@ component_cmd() {
       --authorization-kubeconfig "$PKI_DIR/scheduler.kubeconfig" --leader-elect=false) ;;
     containerd) CMD=(containerd --config "$CONTAINERD_DIR/config.toml") ;;
     nodelet) CMD=("$NODELET_BIN" --config "$NODELET_DIR/config.yaml" --kubeconfig "$PKI_DIR/nodelet.kubeconfig"
-      --root-dir "$NODELET_DIR/root" --node-ip "$(node_ip)" -v=2) ;;
+      --root-dir "$NODELET_DIR/root" --node-ip "$(node_ip)" -v=2)
+      # NODELET_EXTRA_ARGS: more flags for this start (e2e specs use it, e.g. --manifest-url).
+      # shellcheck disable=SC2206 # word splitting wanted
+      if [ -n "${NODELET_EXTRA_ARGS:-}" ]; then CMD+=(${NODELET_EXTRA_ARGS}); fi ;;
     *) die "unknown component '$1' (one of: ${COMPONENTS[*]})" ;;
   esac
 }
@@ -257,6 +260,10 @@ start_component() {
   fi
   check_port_free "$c"
   launch "$c"
+  if [ "${BED_NO_WAIT:-}" = 1 ]; then
+    log "$c started (pid $(pid_of "$c")), not waiting for it to be ready (BED_NO_WAIT=1)"
+    return 0
+  fi
   wait_ready "$c"
   log "$c ready (pid $(pid_of "$c"), $(elapsed "$t0")s)"
 }

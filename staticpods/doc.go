@@ -1,9 +1,13 @@
-// Package staticpods will own the kubelet's file and HTTP pod sources: the staticPodPath directory
-// (fsnotify plus a periodic re-read) and staticPodURL (polled), manifest decoding, defaulting and
-// validation, static pod naming and UID hashing, the static pod store, and the GenericEvent source that
-// feeds the Pod reconciler.
+// Package staticpods owns the kubelet's file and HTTP pod sources: the staticPodPath directory or file
+// (fsnotify plus a full re-read every fileCheckFrequency) and staticPodURL (polled every
+// httpCheckFrequency), the decoding, defaulting and validation of their manifests, static pod naming and
+// UID hashing, and the Store that merges the sources' snapshots and announces every change as a
+// controller-runtime GenericEvent.
 //
-// It must not know about mirror pods' API objects beyond what the mirror pod reconciler asks of it.
+// Bad input never stops a source: each problem is handed to a Reporter once, the other manifests keep
+// working, and a manifest that fails to read or decode keeps the pods of its last good read, so a running
+// static pod is never killed by a later failure.
 //
-// Status: the package is reserved by the layout; its sources arrive with the static pods work item.
+// It must not know about mirror pods' API objects beyond what the mirror pod reconciler asks of it
+// (IsMirrorPod and the annotation names).
 package staticpods

@@ -1,7 +1,38 @@
-// Package volumes will own per-pod volume setup and teardown: emptyDir, hostPath, configMap, secret,
-// downwardAPI and projected volumes (service account tokens included), written atomically.
+// Package volumes prepares and tears down the volumes of the pods bound to this node, as the kubelet's
+// volume manager and in-tree plugins do: emptyDir (on disk, or tmpfs for medium Memory), hostPath (with
+// its type checks), configMap, secret, downwardAPI and projected volumes (configMap, secret, downwardAPI
+// and service account token sources). It also prepares the CRI mounts of a container: readOnly, subPath
+// and subPathExpr (bind-mounted safely under the pod's volume-subpaths directory), mount propagation and
+// recursive read-only mounts.
 //
-// It must not call the container runtime.
+// Layout on the host, as the kubelet's:
 //
-// Status: the package is reserved by the layout; volume types arrive with the volumes and probes work item.
+//	<root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<volume>   one directory per volume
+//	<root>/pods/<uid>/volume-subpaths/<volume>/<container>/<i>  bind mounts of subPath volumeMounts
+//
+// configMap, secret, downwardAPI and projected contents are written by an atomic writer: the files
+// live in a timestamped directory (..2026_11_22_10_00_00.123456789), a ..data symlink points at it and
+// is swapped with a rename, and the user-visible names are symlinks through ..data. A reader never sees
+// a half-written set; contents are re-written only when they changed. secret, downwardAPI and projected
+// volumes live on tmpfs; configMap volumes on disk.
+//
+// # What nodelet reads from the API server
+//
+// Only what the pods bound to this node reference, by name — never a list or watch of Secrets or
+// ConfigMaps, so a node holds no cluster-wide cache of them:
+//
+//   - get secrets/<name> and get configmaps/<name> in the pod's namespace, for each secret, configMap and
+//     projected volume source (CachedObjects keeps each object a short while, per object);
+//   - create serviceaccounts/<name>/token (the TokenRequest API) for the pod's service account, with
+//     the pod as the bound object, for projected serviceAccountToken sources.
+//
+// These are exactly what the API server's Node authorizer grants system:node:<nodeName> for pods bound
+// to the node (and what NodeRestriction admits for bound tokens), so nodelet needs no RBAC beyond the
+// system:nodes group; a deployment with RBAC instead needs get on secrets and configmaps and create on
+// serviceaccounts/token.
+//
+// # What it must not touch
+//
+// The container runtime (the caller passes the mounts from Mounts to the CRI) and the API server beyond
+// Objects. It raises no events: the caller turns the errors of SetUp into FailedMount events.
 package volumes

@@ -56,9 +56,12 @@ var _ = BeforeSuite(func() {
 })
 
 // bed runs hack/bed.sh with the suite's bed, e.g. bed("stop", "containerd").
-func bed(args ...string) {
+func bed(args ...string) { bedEnv(nil, args...) }
+
+// bedEnv runs hack/bed.sh with extra environment.
+func bedEnv(env []string, args ...string) {
 	cmd := exec.Command("bash", append([]string{bedShell}, args...)...)
-	cmd.Env = append(os.Environ(), "BED_DIR="+bedDir)
+	cmd.Env = append(append(os.Environ(), "BED_DIR="+bedDir), env...)
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "bed.sh %s:\n%s", strings.Join(args, " "), out)
 }

@@ -1,0 +1,214 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Objects fetches what pods reference, by name only (a node may not list Secrets/ConfigMaps), and
+// requests tokens.
+type Objects interface {
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	// CreateToken is the TokenRequest API for a pod's service account, bound to the pod.
+	CreateToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
+
+// Mounter does the mount syscalls. The zero Manager uses the real one (Linux, root).
+type Mounter interface {
+	MountTmpfs(target string, sizeBytes int64) error
+	BindMount(source, target string, readOnly bool) error
+	Unmount(target string) error
+	IsMountPoint(path string) (bool, error)
+}
+
+// ErrUnsupportedVolume is wrapped by the error of a volume type nodelet does not implement
+// (persistentVolumeClaim, csi, nfs, ephemeral, image, ...).
+var ErrUnsupportedVolume = errors.New("unsupported volume type")
+
+// VolumeError is the failure to set up one volume of a pod. Its message is the kubelet's FailedMount
+// event message.
+type VolumeError struct {
+	Volume string
+	Err    error
+}
+
+// Error is the kubelet's message: MountVolume.SetUp failed for volume "<name>" : <cause>.
+func (e *VolumeError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *VolumeError) Unwrap() error { return e.Err }
+
+// Manager sets up and tears down the volumes of the pods bound to this node. It is safe for concurrent
+// use; the calls for one pod are serialized.
+type Manager struct {
+	// RootDir is the agent's root dir: volumes live in <RootDir>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>.
+	RootDir string
+	Objects Objects
+	Clock   clock.Clock
+	// NodeName is this node: tokens are requested only for pods bound to it ("" skips the check).
+	NodeName string
+	// Mounter does the mount syscalls (tmpfs, bind, unmount); nil is the real one.
+	Mounter Mounter
+	// NodeAllocatable returns what pods may use: the default of a resourceFieldRef on a container
+	// without that limit, and the upper bound of a tmpfs. nil: none known.
+	NodeAllocatable func() corev1.ResourceList
+	// RecursiveReadOnlyMounts says whether the runtime handler supports recursive read-only mounts.
+	RecursiveReadOnlyMounts bool
+
+	mu   sync.Mutex
+	pods map[types.UID]*podVolumes
+}
+
+// podVolumes is what the manager remembers of one pod.
+type podVolumes struct {
+	mu     sync.Mutex // serializes SetUp, Mounts and TearDown of the pod
+	done   map[string]bool
+	tokens map[string]*authenticationv1.TokenRequest
+	ready  atomic.Bool
+}
+
+// SetUp makes every volume of the pod ready and current. It is idempotent and meant to be called on
+// every sync of the pod: contents are re-written only when they changed, tokens refreshed when due.
+// It returns one *VolumeError per volume that failed, having still set up the others.
+func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
+	pv := m.state(pod.UID, true)
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		if err := m.setUpVolume(ctx, pod, vol, pv); err != nil {
+			errs = append(errs, &VolumeError{Volume: vol.Name, Err: err})
+			continue
+		}
+		pv.done[vol.Name] = true
+	}
+	pv.ready.Store(allDone(pod.Spec.Volumes, pv.done))
+	return errs
+}
+
+// Ready reports whether every volume of the pod was set up at least once (containers start only then).
+func (m *Manager) Ready(uid types.UID) bool {
+	pv := m.state(uid, false)
+	return pv != nil && pv.ready.Load()
+}
+
+func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) error {
+	switch src := &vol.VolumeSource; {
+	case src.EmptyDir != nil:
+		return m.setUpEmptyDir(pod, vol.Name, src.EmptyDir)
+	case src.HostPath != nil:
+		return checkHostPath(src.HostPath)
+	case src.ConfigMap != nil:
+		return m.setUpConfigMap(ctx, pod, vol.Name, src.ConfigMap)
+	case src.Secret != nil:
+		return m.setUpSecret(ctx, pod, vol.Name, src.Secret)
+	case src.DownwardAPI != nil:
+		return m.setUpDownwardAPI(pod, vol.Name, src.DownwardAPI)
+	case src.Projected != nil:
+		return m.setUpProjected(ctx, pod, vol.Name, src.Projected, pv)
+	case isEmptySource(src):
+		return m.setUpEmptyDir(pod, vol.Name, &corev1.EmptyDirVolumeSource{})
+	default:
+		return fmt.Errorf("%w %q", ErrUnsupportedVolume, sourceKind(src))
+	}
+}
+
+func allDone(vols []corev1.Volume, done map[string]bool) bool {
+	for _, v := range vols {
+		if !done[v.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// state returns the pod's record, creating it when asked.
+func (m *Manager) state(uid types.UID, create bool) *podVolumes {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pv := m.pods[uid]
+	if pv == nil && create {
+		if m.pods == nil {
+			m.pods = map[types.UID]*podVolumes{}
+		}
+		pv = &podVolumes{done: map[string]bool{}, tokens: map[string]*authenticationv1.TokenRequest{}}
+		m.pods[uid] = pv
+	}
+	return pv
+}
+
+func (m *Manager) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.pods, uid)
+}
+
+func (m *Manager) clock() clock.Clock {
+	if m.Clock == nil {
+		return clock.RealClock{}
+	}
+	return m.Clock
+}
+
+func (m *Manager) mounter() Mounter {
+	if m.Mounter == nil {
+		return realMounter{}
+	}
+	return m.Mounter
+}
+
+func (m *Manager) allocatable() corev1.ResourceList {
+	if m.NodeAllocatable == nil {
+		return nil
+	}
+	return m.NodeAllocatable()
+}
+
+// Plugin directory names under <pod>/volumes, as the kubelet escapes them.
+const (
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+	pluginProjected   = "kubernetes.io~projected"
+)
+
+func (m *Manager) podDir(uid types.UID) string {
+	return filepath.Join(m.RootDir, "pods", string(uid))
+}
+
+func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.podDir(uid), "volumes", plugin, name)
+}
+
+// isEmptySource: a volume with no source is an emptyDir, as in the kubelet.
+func isEmptySource(src *corev1.VolumeSource) bool {
+	return sourceKind(src) == ""
+}
+
+// sourceKind is the JSON name of the volume's source ("persistentVolumeClaim", "csi", ...).
+func sourceKind(src *corev1.VolumeSource) string {
+	v := reflect.ValueOf(src).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+			return name
+		}
+	}
+	return ""
+}

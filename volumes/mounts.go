@@ -1,0 +1,226 @@
+package volumes
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Mounts returns the CRI mounts of a container's volumeMounts, as the kubelet's makeMounts: the
+// volume's host path (for a subPath or subPathExpr, expanded with env, a bind mount prepared under
+// <RootDir>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>), readOnly (always for configMap,
+// secret, downwardAPI and projected volumes), mount propagation (Bidirectional only for a privileged
+// container), recursive read-only where the runtime supports it; no SELinux relabelling. Call it after
+// SetUp made the pod's volumes ready, before creating the container.
+func (m *Manager) Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
+	if pv := m.state(pod.UID, false); pv != nil {
+		pv.mu.Lock()
+		defer pv.mu.Unlock()
+	}
+	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
+	for i := range c.VolumeMounts {
+		mount, err := m.mount(pod, c, i, env)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, mount)
+	}
+	return mounts, nil
+}
+
+func (m *Manager) mount(pod *corev1.Pod, c *corev1.Container, index int, env map[string]string) (*runtimeapi.Mount, error) {
+	vm := &c.VolumeMounts[index]
+	vol := findVolume(pod, vm.Name)
+	if vol == nil {
+		return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
+	}
+	hostPath, mustReadOnly, err := m.volumePath(pod, vol)
+	if err != nil {
+		return nil, err
+	}
+	subPath, err := subPathOf(vm, env)
+	if err != nil {
+		return nil, err
+	}
+	if subPath != "" {
+		if hostPath, err = m.prepareSubPath(pod, c.Name, index, vol.Name, hostPath, subPath); err != nil {
+			return nil, err
+		}
+	}
+	propagation, err := propagationOf(vm, c)
+	if err != nil {
+		return nil, err
+	}
+	rro, err := resolveRecursiveReadOnly(vm, m.RecursiveReadOnlyMounts)
+	if err != nil {
+		return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
+	}
+	return &runtimeapi.Mount{
+		ContainerPath:     vm.MountPath,
+		HostPath:          hostPath,
+		Readonly:          vm.ReadOnly || mustReadOnly,
+		RecursiveReadOnly: rro,
+		SelinuxRelabel:    false,
+		Propagation:       propagation,
+	}, nil
+}
+
+func findVolume(pod *corev1.Pod, name string) *corev1.Volume {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// volumePath is where the volume is on the host, and whether it must be mounted read-only.
+func (m *Manager) volumePath(pod *corev1.Pod, vol *corev1.Volume) (string, bool, error) {
+	src := &vol.VolumeSource
+	switch {
+	case src.HostPath != nil:
+		return src.HostPath.Path, false, nil
+	case src.EmptyDir != nil, isEmptySource(src):
+		return m.volumeDir(pod.UID, pluginEmptyDir, vol.Name), false, nil
+	case src.ConfigMap != nil:
+		return m.volumeDir(pod.UID, pluginConfigMap, vol.Name), true, nil
+	case src.Secret != nil:
+		return m.volumeDir(pod.UID, pluginSecret, vol.Name), true, nil
+	case src.DownwardAPI != nil:
+		return m.volumeDir(pod.UID, pluginDownwardAPI, vol.Name), true, nil
+	case src.Projected != nil:
+		return m.volumeDir(pod.UID, pluginProjected, vol.Name), true, nil
+	}
+	return "", false, fmt.Errorf("%w %q", ErrUnsupportedVolume, sourceKind(src))
+}
+
+// subPathOf is the mount's subPath, or its subPathExpr expanded with the container's environment; it
+// must be relative and must not step out with "..".
+func subPathOf(vm *corev1.VolumeMount, env map[string]string) (string, error) {
+	subPath := vm.SubPath
+	if vm.SubPathExpr != "" {
+		var err error
+		if subPath, err = expandSubPathExpr(vm.SubPathExpr, env); err != nil {
+			return "", err
+		}
+	}
+	if subPath == "" {
+		return "", nil
+	}
+	if filepath.IsAbs(subPath) {
+		return "", fmt.Errorf("error SubPath `%s` must not be an absolute path", subPath)
+	}
+	if slices.Contains(strings.Split(subPath, "/"), "..") {
+		return "", fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", subPath)
+	}
+	return subPath, nil
+}
+
+// expandSubPathExpr replaces $(VAR) with the container's environment, as the kubelet does ("$$" is a
+// "$"); a variable that is unset or empty is an error.
+func expandSubPathExpr(expr string, env map[string]string) (string, error) {
+	missing := map[string]bool{}
+	out := expand(expr, func(name string) string {
+		if env[name] == "" {
+			missing[name] = true
+		}
+		return env[name]
+	})
+	if len(missing) > 0 {
+		names := make([]string, 0, len(missing))
+		for n := range missing {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return "", fmt.Errorf("missing value for %s", strings.Join(names, ", "))
+	}
+	return out, nil
+}
+
+// expand is the kubelet's $(VAR) expansion: "$$" escapes a "$", a "$" not followed by "(" or "$" and
+// an unterminated "$(" are kept as they are.
+func expand(s string, mapping func(string) string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString("$(")
+				i++
+				continue
+			}
+			b.WriteString(mapping(s[i+2 : i+2+end]))
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+var errBidirectionalUnprivileged = errors.New("mount propagation Bidirectional is only allowed in privileged containers")
+
+// propagationOf maps mountPropagation to the CRI's (None and unset: private).
+func propagationOf(vm *corev1.VolumeMount, c *corev1.Container) (runtimeapi.MountPropagation, error) {
+	if vm.MountPropagation == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	}
+	switch mode := *vm.MountPropagation; mode {
+	case corev1.MountPropagationNone:
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	case corev1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, nil
+	case corev1.MountPropagationBidirectional:
+		if !isPrivileged(c) {
+			return 0, fmt.Errorf("volume %q: %w", vm.Name, errBidirectionalUnprivileged)
+		}
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
+	default:
+		return 0, fmt.Errorf("invalid MountPropagation mode: %q", mode)
+	}
+}
+
+func isPrivileged(c *corev1.Container) bool {
+	sc := c.SecurityContext
+	return sc != nil && sc.Privileged != nil && *sc.Privileged
+}
+
+// resolveRecursiveReadOnly is the kubelet's: IfPossible follows the runtime's support, Enabled
+// requires it; both require a read-only mount without propagation.
+func resolveRecursiveReadOnly(vm *corev1.VolumeMount, supported bool) (bool, error) {
+	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyDisabled {
+		return false, nil
+	}
+	if !vm.ReadOnly {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", vm.Name)
+	}
+	if vm.MountPropagation != nil && *vm.MountPropagation != corev1.MountPropagationNone {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q",
+			vm.Name, *vm.MountPropagation)
+	}
+	switch mode := *vm.RecursiveReadOnly; mode {
+	case corev1.RecursiveReadOnlyIfPossible:
+		return supported, nil
+	case corev1.RecursiveReadOnlyEnabled:
+		if !supported {
+			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
+		}
+		return true, nil
+	default:
+		return false, fmt.Errorf("unknown recursive read-only mode %q", mode)
+	}
+}
