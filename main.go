@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,6 +44,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/staticpods"
+	"github.com/nodelet/nodelet/volumes"
 )
 
 // Set at build time (-ldflags -X main.version=...).
@@ -161,6 +163,7 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	store := a.staticPods(recorder)
 	pods := podReconciler(mgr, cfg, cri, pleg, recorder, ips, a.standalone)
 	pods.Probes = &probes.Manager{Exec: cri, Clock: clock.RealClock{}, Recorder: recorder, OnChange: pods.Enqueue}
+	pods.Volumes = a.volumes(pods)
 	if store != nil {
 		pods.Static, pods.StaticKinds = store, a.staticKinds()
 	}
@@ -208,6 +211,26 @@ func (a *agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 			return n.UID
 		}}
 	return mirrors.SetupWithManager(mgr)
+}
+
+// volumes is the volume manager: Secrets and ConfigMaps are read by name straight from the API (kept 10 s),
+// service account tokens come from the TokenRequest API — all that the Node authorizer allows a node.
+func (a *agent) volumes(pods *controllers.PodReconciler) *volumes.Manager {
+	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: clock.RealClock{}, NodeName: a.cfg.NodeName, Objects: noAPI{}}
+	if !a.standalone {
+		m.Objects = &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(),
+			Clock: clock.RealClock{}, TTL: 10 * time.Second}
+	}
+	if pods.Node != nil {
+		m.NodeAllocatable = func() corev1.ResourceList {
+			n, err := pods.Node(context.Background())
+			if err != nil {
+				return nil
+			}
+			return n.Status.Allocatable
+		}
+	}
+	return m
 }
 
 // staticKinds are the static pod sources the configuration names.
@@ -381,4 +404,17 @@ func derefInt32(p *int32, def int32) int32 {
 		return def
 	}
 	return *p
+}
+
+// noAPI answers volume look-ups in standalone mode, where there is no API server to read from.
+type noAPI struct{}
+
+var errNoAPI = errors.New("no API server in standalone mode")
+
+func (noAPI) GetConfigMap(context.Context, string, string) (*corev1.ConfigMap, error) {
+	return nil, errNoAPI
+}
+func (noAPI) GetSecret(context.Context, string, string) (*corev1.Secret, error) { return nil, errNoAPI }
+func (noAPI) CreateToken(context.Context, string, string, *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return nil, errNoAPI
 }

@@ -105,6 +105,12 @@ func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntim
 			continue
 		}
 		dir := filepath.Join(r.RootDir, "pods", e.Name())
+		if r.Volumes != nil {
+			if err := r.Volumes.TearDown(ctx, uid); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Failed to tear down volumes of an orphaned pod", "podUID", uid)
+				continue
+			}
+		}
 		if hasMounts(dir) {
 			continue
 		}

@@ -51,6 +51,14 @@ type proberManager interface {
 	Ready(containerID string) (ready, known bool)
 }
 
+// volumeManager is what the Pod reconciler asks of the volume manager.
+type volumeManager interface {
+	SetUp(ctx context.Context, pod *corev1.Pod) []error
+	Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]string) ([]*runtimeapi.Mount, error)
+	Ready(uid types.UID) bool
+	TearDown(ctx context.Context, uid types.UID) error
+}
+
 // staticStore is what the Pod reconciler asks of the static pod store.
 type staticStore interface {
 	Get(key types.NamespacedName) (*corev1.Pod, bool)
@@ -79,6 +87,8 @@ type PodReconciler struct {
 	Secrets  secretGetter
 	// Probes runs the containers' probes (nil: none).
 	Probes proberManager
+	// Volumes prepares and tears down pods' volumes (nil: pods get no volume mounts).
+	Volumes volumeManager
 	// Static holds the static pods (nil: none); StaticKinds are its configured sources ("file", "http").
 	// Client may be nil in standalone mode (no API server).
 	Static      staticStore

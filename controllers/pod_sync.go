@@ -49,6 +49,12 @@ func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.P
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
 	}
 	sb := st.ReadySandbox()
+	// Volumes are set up before the first container and refreshed on every sync after (ConfigMap,
+	// Secret and downward API changes reach running pods within a sync period).
+	if sb != nil && !r.setUpVolumes(ctx, w, pod) && len(acts.start) > 0 {
+		res.requeueAfter(2 * time.Second) // containers start once every volume is ready
+		sb = nil
+	}
 	if sb != nil {
 		sbCfg, err := r.sandboxConfig(pod, sb.GetMetadata().GetAttempt())
 		if err != nil {
@@ -211,6 +217,16 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	if err != nil {
 		return nil, err
 	}
+	var mounts []*runtimeapi.Mount
+	if r.Volumes != nil {
+		envMap := make(map[string]string, len(env))
+		for _, kv := range env {
+			envMap[kv.Key] = string(kv.Value)
+		}
+		if mounts, err = r.Volumes.Mounts(pod, c, envMap); err != nil {
+			return nil, err
+		}
+	}
 	podDir := runtime.PodDir(r.RootDir, pod.UID)
 	hosts, err := runtime.EnsureEtcHosts(podDir, pod, podIPs, r.Sandbox.ClusterDomain)
 	if err != nil {
@@ -221,7 +237,7 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 		return nil, err
 	}
 	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
-		Env: env, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
+		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
 		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog},
 	})
 }
@@ -254,4 +270,25 @@ func (r *PodReconciler) probeResults() probeResults {
 		return nil
 	}
 	return r.Probes
+}
+
+// setUpVolumes prepares (and refreshes) the pod's volumes. Each failure is a FailedMount event — once
+// per distinct message, not on every sync — and the containers wait in ContainerCreating. It returns
+// whether every volume is ready.
+func (r *PodReconciler) setUpVolumes(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
+	if r.Volumes == nil {
+		return true
+	}
+	errs := r.Volumes.SetUp(ctx, pod)
+	seen := map[string]bool{}
+	for _, err := range errs {
+		msg := err.Error()
+		seen[msg] = true
+		if !w.mountErrors[msg] {
+			r.Recorder.Event(podRef(pod), corev1.EventTypeWarning, "FailedMount", msg)
+			ctrl.LoggerFrom(ctx).Info("Volume set-up failed", "err", msg)
+		}
+	}
+	w.mountErrors = seen
+	return len(errs) == 0 || r.Volumes.Ready(pod.UID)
 }

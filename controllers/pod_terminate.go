@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -245,6 +246,11 @@ func (r *PodReconciler) teardown(ctx context.Context, w *podWorker, st *runtime.
 			}
 		}
 	}
+	if r.Volumes != nil {
+		if err := r.Volumes.TearDown(ctx, w.uid); err != nil {
+			return fmt.Errorf("tear down volumes: %w", err)
+		}
+	}
 	w.tornDown = true
 	return nil
 }
@@ -259,6 +265,12 @@ func (r *PodReconciler) removePod(ctx context.Context, w *podWorker, st *runtime
 	for _, sb := range st.Sandboxes {
 		if err := r.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
+		}
+	}
+	if r.Volumes != nil {
+		// Never remove the pod directory through a mount that is still there.
+		if err := r.Volumes.TearDown(ctx, w.uid); err != nil {
+			return fmt.Errorf("tear down volumes: %w", err)
 		}
 	}
 	if r.RootDir != "" {

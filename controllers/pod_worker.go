@@ -46,8 +46,9 @@ type podWorker struct {
 	kill             *killOp
 	tornDown         bool
 
-	waiting   map[string]podstatus.Waiting
-	postStart map[string]bool // container IDs whose postStart hook runs
+	waiting     map[string]podstatus.Waiting
+	mountErrors map[string]bool
+	postStart   map[string]bool // container IDs whose postStart hook runs
 	// lastStatus is the status last computed; written is what was last written to the object writtenUID.
 	lastStatus    *corev1.PodStatus
 	written       *corev1.PodStatus

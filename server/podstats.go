@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// runtimeView is what the runtime says about running pods, read once per summary.
+type runtimeView struct {
+	sandboxes  []*runtimeapi.PodSandbox
+	containers map[string]*runtimeapi.Container            // running, by ID
+	stats      map[string][]*runtimeapi.ContainerStats     // of running containers, by sandbox ID
+	podStats   map[string]*runtimeapi.LinuxPodSandboxStats // by sandbox ID; empty if the runtime has none
+}
+
+// podSummaries are the figures of the pods with a ready sandbox, from CRI stats: the pod's own cgroup
+// figures where the runtime gives sandbox stats, else the sum of its containers'.
+func (s *Server) podSummaries(ctx context.Context, cpuAndMemoryOnly bool) ([]statsapi.PodStats, error) {
+	v, err := s.readRuntime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.cpu.prune()
+	pods := make([]statsapi.PodStats, 0, len(v.sandboxes))
+	for _, sb := range v.sandboxes {
+		pods = append(pods, s.podStats(sb, v, cpuAndMemoryOnly))
+	}
+	return pods, nil
+}
+
+func (s *Server) readRuntime(ctx context.Context) (*runtimeView, error) {
+	rt := s.opts.Runtime
+	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pod sandboxes: %w", err)
+	}
+	cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	st, err := rt.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("list container stats: %w", err)
+	}
+	v := &runtimeView{sandboxes: sbs, containers: map[string]*runtimeapi.Container{},
+		stats: map[string][]*runtimeapi.ContainerStats{}, podStats: s.sandboxStats(ctx)}
+	for _, c := range cs {
+		v.containers[c.GetId()] = c
+	}
+	for _, cst := range st {
+		if c, ok := v.containers[cst.GetAttributes().GetId()]; ok {
+			v.stats[c.GetPodSandboxId()] = append(v.stats[c.GetPodSandboxId()], cst)
+		}
+	}
+	return v, nil
+}
+
+// sandboxStats are the pods' cgroup figures, where the runtime implements ListPodSandboxStats.
+func (s *Server) sandboxStats(ctx context.Context) map[string]*runtimeapi.LinuxPodSandboxStats {
+	out := map[string]*runtimeapi.LinuxPodSandboxStats{}
+	st, err := s.opts.Runtime.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(4).Info("No pod sandbox stats: summing containers", "err", err.Error())
+		return out
+	}
+	for _, p := range st {
+		if p.GetLinux() != nil {
+			out[p.GetAttributes().GetId()] = p.GetLinux()
+		}
+	}
+	return out
+}
+
+func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemoryOnly bool) statsapi.PodStats {
+	md := sb.GetMetadata()
+	ps := statsapi.PodStats{
+		PodRef:     statsapi.PodReference{Name: md.GetName(), Namespace: md.GetNamespace(), UID: md.GetUid()},
+		StartTime:  metav1.NewTime(time.Unix(0, sb.GetCreatedAt())),
+		Containers: []statsapi.ContainerStats{},
+	}
+	for _, cst := range v.stats[sb.GetId()] {
+		ps.Containers = append(ps.Containers, s.containerStats(md, cst, v.containers[cst.GetAttributes().GetId()], cpuAndMemoryOnly))
+	}
+	ps.CPU, ps.Memory = sumCPU(ps.Containers), sumMemory(ps.Containers)
+	if linux := v.podStats[sb.GetId()]; linux != nil {
+		if c := cpuStats(linux.GetCpu()); c != nil && c.UsageCoreNanoSeconds != nil {
+			ps.CPU = c
+		}
+		if m := memoryStats(linux.GetMemory()); m != nil && m.WorkingSetBytes != nil {
+			ps.Memory = m
+		}
+		if !cpuAndMemoryOnly {
+			ps.Network = networkStats(linux.GetNetwork())
+		}
+	}
+	s.cpu.fill("pod/"+md.GetUid(), ps.CPU)
+	if !cpuAndMemoryOnly {
+		ps.EphemeralStorage = sumFs(ps.Containers)
+	}
+	return ps
+}
+
+func (s *Server) containerStats(pod *runtimeapi.PodSandboxMetadata, cst *runtimeapi.ContainerStats, c *runtimeapi.Container, cpuAndMemoryOnly bool) statsapi.ContainerStats {
+	name := cst.GetAttributes().GetMetadata().GetName()
+	out := statsapi.ContainerStats{
+		Name:      name,
+		StartTime: metav1.NewTime(time.Unix(0, c.GetCreatedAt())),
+		CPU:       cpuStats(cst.GetCpu()),
+		Memory:    memoryStats(cst.GetMemory()),
+	}
+	s.cpu.fill(cst.GetAttributes().GetId(), out.CPU)
+	if cpuAndMemoryOnly {
+		return out
+	}
+	out.Rootfs = fsStats(cst.GetWritableLayer())
+	podRef := &corev1.Pod{}
+	podRef.Namespace, podRef.Name, podRef.UID = pod.GetNamespace(), pod.GetName(), types.UID(pod.GetUid())
+	out.Logs = dirUsage(filepath.Join(runtime.PodLogDir(s.opts.PodLogsDir, podRef), name))
+	return out
+}
+
+// dirUsage is what the files of a container's log directory use.
+func dirUsage(dir string) *statsapi.FsStats {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var used, inodes uint64
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			used += uint64(info.Size())
+			inodes++
+		}
+	}
+	inodes++ // the directory itself
+	return &statsapi.FsStats{Time: metav1.Now(), UsedBytes: &used, InodesUsed: &inodes}
+}
+
+func networkStats(n *runtimeapi.NetworkUsage) *statsapi.NetworkStats {
+	if n == nil || n.GetDefaultInterface() == nil {
+		return nil
+	}
+	iface := func(i *runtimeapi.NetworkInterfaceUsage) statsapi.InterfaceStats {
+		return statsapi.InterfaceStats{Name: i.GetName(), RxBytes: uint64Ptr(i.GetRxBytes()),
+			RxErrors: uint64Ptr(i.GetRxErrors()), TxBytes: uint64Ptr(i.GetTxBytes()), TxErrors: uint64Ptr(i.GetTxErrors())}
+	}
+	out := &statsapi.NetworkStats{Time: metav1.NewTime(time.Unix(0, n.GetTimestamp())),
+		InterfaceStats: iface(n.GetDefaultInterface())}
+	for _, i := range n.GetInterfaces() {
+		out.Interfaces = append(out.Interfaces, iface(i))
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// routes are the kubelet's endpoints. Everything reaching them is already authenticated and authorized.
+// There is no pprof, /debug or /logs handler.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	short := func(h http.HandlerFunc) http.Handler { return withTimeout(h, requestTimeout) }
+	mux.Handle("GET /healthz", short(s.healthz))
+	mux.Handle("GET /pods", short(s.pods))
+	mux.Handle("GET /configz", short(s.configz))
+	mux.Handle("GET /metrics", short(promhttp.HandlerFor(s.opts.Metrics,
+		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
+	mux.Handle("GET /metrics/resource", short(s.resourceMetrics))
+	mux.Handle("GET /stats/summary", short(s.statsSummary))
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	for _, m := range []string{"GET ", "POST "} {
+		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{container}", s.exec)
+		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{uid}/{container}", s.exec)
+		mux.HandleFunc(m+"/attach/{namespace}/{pod}/{container}", s.attach)
+		mux.HandleFunc(m+"/attach/{namespace}/{pod}/{uid}/{container}", s.attach)
+		mux.HandleFunc(m+"/portForward/{namespace}/{pod}", s.portForward)
+		mux.HandleFunc(m+"/portForward/{namespace}/{pod}/{uid}", s.portForward)
+	}
+	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.run)
+	mux.HandleFunc("POST /run/{namespace}/{pod}/{uid}/{container}", s.run)
+	return mux
+}
+
+// withTimeout bounds a short request's work (its CRI and API calls) by d.
+func withTimeout(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write([]byte("ok"))
+}
+
+// pods answers the pods bound to this node as a v1 PodList.
+func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
+	pods, err := s.opts.Pods.List(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: pods}
+	if list.Items == nil {
+		list.Items = []corev1.Pod{}
+	}
+	writeJSON(r.Context(), w, list)
+}
+
+// configz answers the running configuration as the kubelet does: {"kubeletconfig": ...}.
+func (s *Server) configz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(r.Context(), w, map[string]any{"kubeletconfig": s.opts.Configz})
+}
+
+func writeJSON(ctx context.Context, w http.ResponseWriter, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if _, err := w.Write(data); err != nil {
+		ctrl.LoggerFrom(ctx).V(2).Info("Failed to write response", "err", err.Error())
+	}
+}

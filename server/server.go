@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// Runtime is what the server asks of the CRI runtime; nodelet's runtime.Client satisfies it.
+type Runtime interface {
+	Exec(ctx context.Context, req *runtimeapi.ExecRequest) (string, error)
+	Attach(ctx context.Context, req *runtimeapi.AttachRequest) (string, error)
+	PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (string, error)
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+	ReopenContainerLog(ctx context.Context, id string) error
+}
+
+// Pods lists the pods this node runs: for /pods, and to find a pod's UID and containers by namespace/name.
+type Pods interface {
+	List(ctx context.Context) ([]corev1.Pod, error)
+}
+
+// PodsFunc adapts a function to Pods.
+type PodsFunc func(ctx context.Context) ([]corev1.Pod, error)
+
+// List implements Pods.
+func (f PodsFunc) List(ctx context.Context) ([]corev1.Pod, error) { return f(ctx) }
+
+// Options configure a Server. Auth and Authz are the KubeletConfiguration's sections, defaulted.
+type Options struct {
+	Address string // listen address, e.g. 0.0.0.0
+	Port    int32  // listen port, e.g. 10250
+
+	// TLSCertFile and TLSPrivateKeyFile are the serving certificate; when empty, a self-signed certificate
+	// for NodeName is generated once and kept in CertDir (kubelet.crt, kubelet.key), as the kubelet does.
+	TLSCertFile, TLSPrivateKeyFile string
+	CertDir                        string
+
+	NodeName string
+	Auth     kubeletconfigv1beta1.KubeletAuthentication
+	Authz    kubeletconfigv1beta1.KubeletAuthorization
+	// Kube creates TokenReviews and SubjectAccessReviews (required by webhook authentication/authorization).
+	Kube kubernetes.Interface
+
+	Runtime Runtime
+	Pods    Pods
+
+	Metrics prometheus.Gatherer // served at /metrics; nil serves an empty registry
+	Configz any                 // served at /configz as {"kubeletconfig": Configz}
+
+	PodLogsDir           string // where container logs live (/var/log/pods)
+	ContainerLogMaxSize  string // a quantity ("10Mi"); "" or a non-positive size disables rotation
+	ContainerLogMaxFiles int32  // files kept per container, current one included (at least 2)
+
+	Clock     clock.WithTicker
+	NodeStats func(ctx context.Context) (NodeStats, error) // node figures for /stats/summary; nil: none
+}
+
+// Limits of the server. Bodies are tiny on every kubelet endpoint; streams (exec, attach, port-forward,
+// followed logs) run up to the kubelet's 4 h, other requests get requestTimeout.
+const (
+	maxHeaderBytes    = 1 << 20
+	maxBodyBytes      = 1 << 20
+	readHeaderTimeout = 30 * time.Second
+	idleTimeout       = 90 * time.Second
+	streamTimeout     = 4 * time.Hour
+	requestTimeout    = 2 * time.Minute
+	rotationPeriod    = 10 * time.Second
+	followPollPeriod  = time.Second
+	shutdownTimeout   = 5 * time.Second
+)
+
+// Server is the node API server. Create it with New and run it with Start.
+type Server struct {
+	opts      Options
+	authn     authenticator.Request
+	authz     authorizer
+	clientCA  *dynamiccertificates.DynamicFileCAContent
+	tlsConfig *tls.Config
+	handler   http.Handler
+	rotation  rotationPolicy
+	cpu       *cpuRates
+	// rotating is held (write) while a log file is renamed and reopened, so a follower that sees a new file
+	// first drains the old one completely.
+	rotating sync.RWMutex
+	// backoff retries TokenReview and SubjectAccessReview calls that failed.
+	backoff wait.Backoff
+	// listening receives the address Start listens on (for tests).
+	listening chan net.Addr
+}
+
+// New validates the options and builds the server: serving certificate, authenticator, authorizer, routes.
+func New(o Options) (*Server, error) {
+	if err := validate(&o); err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, cpu: newCPURates(), backoff: reviewBackoff(), listening: make(chan net.Addr, 1)}
+	var err error
+	if s.rotation, err = parseRotationPolicy(o.ContainerLogMaxSize, o.ContainerLogMaxFiles); err != nil {
+		return nil, err
+	}
+	if err := s.buildAuth(); err != nil {
+		return nil, err
+	}
+	if s.tlsConfig, err = s.buildTLS(); err != nil {
+		return nil, err
+	}
+	s.handler = s.withLimits(s.withAuth(s.routes()))
+	return s, nil
+}
+
+// validate checks the required options and fills the defaults.
+func validate(o *Options) error {
+	if o.NodeName == "" {
+		return errors.New("node server: node name is required")
+	}
+	if o.Runtime == nil || o.Pods == nil {
+		return errors.New("node server: runtime and pods are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.PodLogsDir == "" {
+		o.PodLogsDir = runtime.DefaultPodLogsDir
+	}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.NewRegistry()
+	}
+	return nil
+}
+
+// Start serves HTTPS until ctx ends and rotates container logs every 10 s. It is a manager Runnable.
+func (s *Server) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("node-server")
+	ctx = ctrl.LoggerInto(ctx, log)
+	addr := net.JoinHostPort(s.opts.Address, strconv.Itoa(int(s.opts.Port)))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("node server: listen on %s: %w", addr, err)
+	}
+	if s.clientCA != nil {
+		go s.clientCA.Run(ctx, 1)
+	}
+	go s.rotateLogs(ctx)
+	srv := s.httpServer(ctx)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("Serving the node API", "address", ln.Addr().String())
+	select {
+	case s.listening <- ln.Addr():
+	default:
+	}
+	if err := srv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("node server: %w", err)
+	}
+	return nil
+}
+
+// httpServer is the kubelet's server: long read/write timeouts for streams, bounded headers.
+func (s *Server) httpServer(ctx context.Context) *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		TLSConfig:         s.tlsConfig,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       streamTimeout,
+		WriteTimeout:      streamTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// HTTP/1.1 only: streams are upgraded connections, which HTTP/2 cannot hijack.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}
+}
+
+// NeedLeaderElection is false: every node serves its own API.
+func (s *Server) NeedLeaderElection() bool { return false }
