@@ -54,6 +54,10 @@ $(GOLANGCI_LINT):
 	GOBIN=$(BIN_CACHE)/tools/gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN_CACHE)/tools/gobin/golangci-lint $@
 
+.PHONY: bench
+bench: build ## Pod start/stop latency on a real containerd bed vs the raw CRI floor (prints figures; never fails on them).
+	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/bench.sh
+
 ##@ Run
 .PHONY: up
 up: build ## Bring up a local single-node cluster with nodelet as the node.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
@@ -29,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +46,7 @@ import (
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/server"
 	"github.com/nodelet/nodelet/staticpods"
 	"github.com/nodelet/nodelet/volumes"
 )
@@ -172,6 +176,11 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 		sources = append(sources, controllers.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
+	srv, err := a.nodeServer(restCfg, store)
+	if err != nil {
+		return err
+	}
+	a.local = append(a.local, srv)
 	if a.standalone {
 		return nil
 	}
@@ -231,6 +240,78 @@ func (a *agent) volumes(pods *controllers.PodReconciler) *volumes.Manager {
 		}
 	}
 	return m
+}
+
+// nodeServer is the node API on the kubelet's port (10250): logs, exec, attach, port-forward, stats.
+func (a *agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
+	kc := &a.cfg.Kubelet
+	var kube kubernetes.Interface
+	if !a.standalone {
+		cs, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return nil, err
+		}
+		kube = cs
+	}
+	m := machine.Reader{FsPath: a.cfg.RootDir}
+	return server.New(server.Options{
+		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
+		CertDir: filepath.Join(a.cfg.RootDir, "pki"), NodeName: a.cfg.NodeName,
+		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: a.nodePods(store),
+		Metrics: ctrlmetrics.Registry, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
+		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: clock.RealClock{},
+		NodeStats: func(context.Context) (server.NodeStats, error) { return nodeStats(m) },
+	})
+}
+
+// nodeStats are the node figures of /stats/summary, from /proc and the root dir's filesystem.
+func nodeStats(m machine.Reader) (server.NodeStats, error) {
+	u, err := m.Usage()
+	if err != nil {
+		return server.NodeStats{}, err
+	}
+	sig, err := m.Signals()
+	if err != nil {
+		return server.NodeStats{}, err
+	}
+	now := metav1.Now()
+	working := u.MemoryTotalBytes - u.MemoryAvailableBytes
+	capacity, avail := uint64(sig.NodeFsCapacityBytes), uint64(sig.NodeFsAvailableBytes)
+	used := capacity - avail
+	inodes, free := uint64(sig.NodeFsInodes), uint64(sig.NodeFsInodesFree)
+	return server.NodeStats{
+		StartTime: u.BootTime,
+		CPU:       statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &u.CPUUsageNanoSeconds},
+		Memory: statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &working,
+			AvailableBytes: &u.MemoryAvailableBytes},
+		Fs: statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
+			Inodes: &inodes, InodesFree: &free},
+	}, nil
+}
+
+// nodePods lists the pods this node runs for the node API: the API's pods bound here (mirror pods left
+// out) and the static pods, whose UIDs are the ones on their containers.
+func (a *agent) nodePods(store *staticpods.Store) server.PodsFunc {
+	return func(ctx context.Context) ([]corev1.Pod, error) {
+		var out []corev1.Pod
+		if !a.standalone {
+			var l corev1.PodList
+			if err := a.mgr.GetClient().List(ctx, &l); err != nil {
+				return nil, err
+			}
+			for _, p := range l.Items {
+				if !staticpods.IsMirrorPod(&p) && p.Spec.NodeName == a.cfg.NodeName {
+					out = append(out, p)
+				}
+			}
+		}
+		if store != nil {
+			for _, p := range store.List() {
+				out = append(out, *p)
+			}
+		}
+		return out, nil
+	}
 }
 
 // staticKinds are the static pod sources the configuration names.

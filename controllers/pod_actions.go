@@ -118,16 +118,8 @@ func initActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, a 
 		c := &pod.Spec.InitContainers[i]
 		last := st.FindContainer(c.Name)
 		if isSidecar(c) {
-			if last == nil || last.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
-				a.start = append(a.start, restartOf(c, runtime.KindSidecar, last))
+			if !sidecarReady(c, last, probes, a) {
 				return false
-			}
-			if failed, msg, grace := livenessFailed(probes, last); failed {
-				a.kill = append(a.kill, killAction{container: last, message: msg, grace: grace})
-				return false
-			}
-			if !started(probes, last) {
-				return false // the next init container waits for the sidecar's startup probe
 			}
 			continue
 		}
@@ -148,6 +140,20 @@ func initActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, a 
 		}
 	}
 	return true
+}
+
+// sidecarReady keeps a sidecar running (starting or restarting it as needed) and reports whether it
+// has started, so the next init container may run.
+func sidecarReady(c *corev1.Container, last *runtime.ContainerStatus, probes probeResults, a *podActions) bool {
+	if last == nil || last.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		a.start = append(a.start, restartOf(c, runtime.KindSidecar, last))
+		return false
+	}
+	if failed, msg, grace := livenessFailed(probes, last); failed {
+		a.kill = append(a.kill, killAction{container: last, message: msg, grace: grace})
+		return false
+	}
+	return started(probes, last) // else the next init container waits for the sidecar's startup probe
 }
 
 // regularStarted reports whether any regular container was created in this sandbox.

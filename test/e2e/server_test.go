@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+// kubectl runs the bed's kubectl and returns its combined output and exit code.
+func kubectl(args ...string) (string, int) {
+	bin := os.Getenv("KUBECTL")
+	Expect(bin).NotTo(BeEmpty(), "KUBECTL names the bed's kubectl (hack/e2e.sh sets it)")
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return string(out), exitErr.ExitCode()
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return string(out), 0
+}
+
+var _ = Describe("Node API through the API server", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("serves kubectl logs (--tail, --timestamps, --previous) and exec with exit codes", func() {
+		create(shPod(ns, "talk", `echo first; echo second; while [ ! -f /tmp/stop ]; do sleep 0.2; done; exit 1`))
+		Eventually(func(g Gomega) { g.Expect(getPod(g, ns, "talk").Status.Phase).To(Equal(corev1.PodRunning)) }, 30*time.Second).Should(Succeed())
+		Eventually(func() string { out, _ := kubectl("-n", ns, "logs", "talk"); return out }, 10*time.Second).Should(Equal("first\nsecond\n"))
+		out, code := kubectl("-n", ns, "logs", "talk", "--tail=1")
+		Expect(code).To(BeZero())
+		Expect(out).To(Equal("second\n"))
+		out, _ = kubectl("-n", ns, "logs", "talk", "--timestamps")
+		Expect(strings.Split(strings.TrimSpace(out), "\n")[0]).To(MatchRegexp(`^\d{4}-\d\d-\d\dT\S+ first$`))
+
+		out, code = kubectl("-n", ns, "exec", "talk", "--", "sh", "-c", "echo hello from exec; exit 3")
+		Expect(out).To(ContainSubstring("hello from exec"))
+		Expect(code).To(Equal(3))
+
+		By("killing the container: --previous shows the first attempt's log")
+		_, code = kubectl("-n", ns, "exec", "talk", "--", "touch", "/tmp/stop")
+		Expect(code).To(BeZero())
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "talk").Status.ContainerStatuses[0].RestartCount).To(BeNumerically(">=", 1))
+		}, 30*time.Second).Should(Succeed())
+		Eventually(func() string { out, _ := kubectl("-n", ns, "logs", "talk", "--previous"); return out }, 10*time.Second).Should(Equal("first\nsecond\n"))
+	})
+
+	It("serves /stats/summary to a client certificate the API server's CA signed", func() {
+		// The bed's API server refuses to proxy nodes/proxy to a loopback address, so ask the node directly
+		// with the admin's client certificate (authenticated by x509, authorized by SubjectAccessReview).
+		cert, err := tls.LoadX509KeyPair(filepath.Join(bedDir, "pki", "admin.crt"), filepath.Join(bedDir, "pki", "admin.key"))
+		Expect(err).NotTo(HaveOccurred())
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}} //nolint:gosec // test
+		resp, err := c.Get("https://127.0.0.1:10250/stats/summary")
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		Expect(resp.StatusCode).To(Equal(http.StatusOK), string(body))
+		Expect(string(body)).To(ContainSubstring(`"nodeName":"` + nodeName + `"`))
+		Expect(string(body)).To(ContainSubstring(`"workingSetBytes"`))
+	})
+
+	It("refuses requests without credentials (401) and with a token lacking RBAC (403)", func() {
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // test
+		resp, err := c.Get("https://127.0.0.1:10250/pods")
+		Expect(err).NotTo(HaveOccurred())
+		_ = resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+
+		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+		Expect(err).NotTo(HaveOccurred())
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "default",
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(600))}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, path := range []string{"/pods", "/stats/summary", "/metrics", "/containerLogs/x/y/z", "/exec/x/y/z?command=ls"} {
+			req, _ := http.NewRequest(http.MethodGet, "https://127.0.0.1:10250"+path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+			resp, err := c.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			_ = resp.Body.Close()
+			Expect(resp.StatusCode).To(Equal(http.StatusForbidden), path)
+		}
+	})
+})
