@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -176,11 +177,17 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 		sources = append(sources, controllers.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
-	srv, err := a.nodeServer(restCfg, store)
-	if err != nil {
-		return err
+	if a.standalone && needsAPIForAuth(&cfg.Kubelet) {
+		// The kubelet refuses to start here; nodelet runs its static pods and leaves the node API off,
+		// since it could not authenticate or authorize a single request.
+		ctrl.Log.Error(nil, "Node API server disabled: webhook authentication/authorization needs an API server (standalone mode)")
+	} else {
+		srv, err := a.nodeServer(restCfg, store)
+		if err != nil {
+			return err
+		}
+		a.local = append(a.local, srv)
 	}
-	a.local = append(a.local, srv)
 	if a.standalone {
 		return nil
 	}
@@ -240,6 +247,12 @@ func (a *agent) volumes(pods *controllers.PodReconciler) *volumes.Manager {
 		}
 	}
 	return m
+}
+
+// needsAPIForAuth reports whether the node API's authentication or authorization asks the API server.
+func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
+	webhookAuthn := kc.Authentication.Webhook.Enabled != nil && *kc.Authentication.Webhook.Enabled
+	return webhookAuthn || kc.Authorization.Mode == kubeletconfigv1beta1.KubeletAuthorizationModeWebhook
 }
 
 // nodeServer is the node API on the kubelet's port (10250): logs, exec, attach, port-forward, stats.
