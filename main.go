@@ -445,7 +445,7 @@ func podReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, pl
 			PodLogsDir: kc.PodLogsDir, CgroupDriver: kc.CgroupDriver, CgroupsPerQOS: kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS,
 			CgroupRoot: kc.CgroupRoot, NodeHostname: cfg.Hostname,
 		},
-		Workers: 16, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
+		Workers: 32, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
 		Node: func(ctx context.Context) (*corev1.Node, error) {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the cache blocks while the API is away
 			defer cancel()

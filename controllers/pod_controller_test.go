@@ -328,15 +328,15 @@ var _ = Describe("Pod reconciler", func() {
 		Expect(admin.Create(ctx, busyboxPod(ns, "noimg", nodeName, func(p *corev1.Pod) {
 			p.Spec.Containers[0].Image = "example.com/missing:1"
 		}))).To(Succeed())
-		seen := map[string]bool{}
+		// ErrImagePull shows until the next sync, which may come at once (a PLEG event): check the
+		// kubelet's event for it, and the status for the back-off that follows.
+		Eventually(bed.events.Events, 20*time.Second).Should(Receive(Equal("Warning Failed Error: ErrImagePull")))
 		Eventually(func(g Gomega) {
 			cs := getPod(g, "noimg").Status.ContainerStatuses
-			if len(cs) == 1 && cs[0].State.Waiting != nil {
-				seen[cs[0].State.Waiting.Reason] = true
-				g.Expect(cs[0].State.Waiting.Message).NotTo(BeEmpty())
-			}
-			g.Expect(seen).To(HaveKey("ErrImagePull"))
-			g.Expect(seen).To(HaveKey("ImagePullBackOff"))
+			g.Expect(cs).To(HaveLen(1))
+			g.Expect(cs[0].State.Waiting).NotTo(BeNil())
+			g.Expect(cs[0].State.Waiting.Reason).To(Equal("ImagePullBackOff"))
+			g.Expect(cs[0].State.Waiting.Message).To(Equal(`Back-off pulling image "example.com/missing:1"`))
 		}, 20*time.Second, 50*time.Millisecond).Should(Succeed())
 	})
 

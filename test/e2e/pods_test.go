@@ -247,16 +247,24 @@ var _ = Describe("Pods on containerd", func() {
 
 	It("reports a missing image as ErrImagePull and then ImagePullBackOff", func() {
 		create(shPod(ns, "noimg", "true", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "docker.io/library/does-not-exist:1" }))
-		seen := map[string]string{}
+		// ErrImagePull shows until the next sync; the kubelet's events record it for good.
 		Eventually(func(g Gomega) {
-			cs := getPod(g, ns, "noimg").Status.ContainerStatuses
-			if len(cs) == 1 && cs[0].State.Waiting != nil {
-				seen[cs[0].State.Waiting.Reason] = cs[0].State.Waiting.Message
+			events := &corev1.EventList{}
+			g.Expect(k8s.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range events.Items {
+				reasons = append(reasons, e.Reason+": "+e.Message)
 			}
-			g.Expect(seen).To(HaveKey("ErrImagePull"))
-			g.Expect(seen).To(HaveKey("ImagePullBackOff"))
-		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
-		Expect(seen["ImagePullBackOff"]).To(ContainSubstring(`Back-off pulling image "docker.io/library/does-not-exist:1"`))
+			g.Expect(reasons).To(ContainElement("Failed: Error: ErrImagePull"))
+			g.Expect(reasons).To(ContainElement(`BackOff: Back-off pulling image "docker.io/library/does-not-exist:1"`))
+			cs := getPod(g, ns, "noimg").Status.ContainerStatuses
+			g.Expect(cs).To(HaveLen(1))
+			g.Expect(cs[0].State.Waiting).NotTo(BeNil())
+			g.Expect(cs[0].State.Waiting.Reason).To(BeElementOf("ErrImagePull", "ImagePullBackOff"))
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "noimg").Status.ContainerStatuses[0].State.Waiting.Reason).To(Equal("ImagePullBackOff"))
+		}, 30*time.Second).Should(Succeed())
 	})
 
 	It("rejects a pod that requests more cpu than allocatable with OutOfcpu", func() {
