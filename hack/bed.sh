@@ -194,6 +194,10 @@ running() {
   [ -n "$pid" ] && alive "$pid" || return 1
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
   exe=${exe% (deleted)}
+  if [ -s "$PID_DIR/$1.exe" ]; then
+    [ "$exe" = "$(cat "$PID_DIR/$1.exe")" ]
+    return
+  fi
   component_cmd "$1"
   [ "$exe" = "$(readlink -f "$(command -v "${CMD[0]}")")" ]
 }
@@ -224,6 +228,8 @@ launch() {
   # setsid: its own session, so it outlives this script and a Ctrl-C here.
   setsid "${CMD[@]}" >> "$LOG_DIR/$c.log" 2>&1 < /dev/null &
   echo $! > "$PID_DIR/$c.pid"
+  # The binary it runs, so that `down` recognises the process whatever BIN_CACHE it is called with.
+  readlink -f "$(command -v "${CMD[0]}")" > "$PID_DIR/$c.exe"
 }
 
 wait_ready() {
@@ -291,7 +297,7 @@ stop_component() {
     kill -KILL "$pid" 2>/dev/null || true
     while alive "$pid"; do sleep 0.05; done
   fi
-  rm -f "$PID_DIR/$c.pid"
+  rm -f "$PID_DIR/$c.pid" "$PID_DIR/$c.exe"
   log "$c stopped"
 }
 
