@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -76,6 +77,17 @@ var _ = Describe("Streaming through the API server", func() {
 		lines, stop := kubectlStream(strings.NewReader("hello through stdin\n"), "-n", ns, "exec", "-i", "stream", "--", "cat")
 		defer stop()
 		Expect(collect(lines, "hello through stdin", 15*time.Second)).To(ContainSubstring("hello through stdin"))
+	})
+
+	It("runs an interactive exec with a terminal (kubectl exec -it) and returns its exit code", func() {
+		// script(1) gives kubectl a pseudo-terminal, as a person at a shell would.
+		cmd := exec.Command("script", "-qec", os.Getenv("KUBECTL")+" -n "+ns+" exec -it stream -- sh -c 'tty; exit 4'", "/dev/null")
+		cmd.Env = os.Environ()
+		out, err := cmd.CombinedOutput()
+		var exitErr *exec.ExitError
+		Expect(errors.As(err, &exitErr)).To(BeTrue(), string(out))
+		Expect(exitErr.ExitCode()).To(Equal(4), string(out))
+		Expect(string(out)).To(ContainSubstring("/dev/pts/"))
 	})
 
 	It("attaches to a running container (kubectl attach)", func() {
