@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // Mounts returns the CRI mounts of a container's volumeMounts, as the kubelet's makeMounts: the
@@ -126,7 +128,7 @@ func subPathOf(vm *corev1.VolumeMount, env map[string]string) (string, error) {
 // "$"); a variable that is unset or empty is an error.
 func expandSubPathExpr(expr string, env map[string]string) (string, error) {
 	missing := map[string]bool{}
-	out := expand(expr, func(name string) string {
+	out := runtime.Expand(expr, func(name string) string {
 		if env[name] == "" {
 			missing[name] = true
 		}
@@ -141,35 +143,6 @@ func expandSubPathExpr(expr string, env map[string]string) (string, error) {
 		return "", fmt.Errorf("missing value for %s", strings.Join(names, ", "))
 	}
 	return out, nil
-}
-
-// expand is the kubelet's $(VAR) expansion: "$$" escapes a "$", a "$" not followed by "(" or "$" and
-// an unterminated "$(" are kept as they are.
-func expand(s string, mapping func(string) string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString("$(")
-				i++
-				continue
-			}
-			b.WriteString(mapping(s[i+2 : i+2+end]))
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }
 
 var errBidirectionalUnprivileged = errors.New("mount propagation Bidirectional is only allowed in privileged containers")
