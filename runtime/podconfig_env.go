@@ -250,9 +250,6 @@ func (r *envResolver) fieldRef(fs *corev1.ObjectFieldSelector) (string, error) {
 	if fs.APIVersion != "" && fs.APIVersion != "v1" {
 		return "", fmt.Errorf("unsupported pod version: %s", fs.APIVersion)
 	}
-	if path, key, ok := splitSubscriptedPath(fs.FieldPath); ok {
-		return subscriptedField(r.pod, fs.FieldPath, path, key)
-	}
 	switch fs.FieldPath {
 	case "spec.nodeName", "spec.host":
 		return r.pod.Spec.NodeName, nil
@@ -270,7 +267,17 @@ func (r *envResolver) fieldRef(fs *corev1.ObjectFieldSelector) (string, error) {
 		}
 		return ips[0], nil
 	}
-	return metadataField(r.pod, fs.FieldPath)
+	return PodMetadataField(r.pod, fs.FieldPath)
+}
+
+// PodMetadataField resolves the pod metadata the downward API exposes, for env and volumes alike (the
+// kubelet's ExtractFieldPathAsString): metadata.name, namespace, uid, labels, annotations, and
+// metadata.labels['k'] / metadata.annotations['k'].
+func PodMetadataField(pod *corev1.Pod, fieldPath string) (string, error) {
+	if path, key, ok := splitSubscriptedPath(fieldPath); ok {
+		return subscriptedField(pod, fieldPath, path, key)
+	}
+	return metadataField(pod, fieldPath)
 }
 
 func (r *envResolver) hostIPs(path string) (string, error) {

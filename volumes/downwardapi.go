@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // downwardAPIPayload renders the items of a downwardAPI volume (or projection): pod fields
@@ -25,7 +25,7 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		var err error
 		switch {
 		case item.FieldRef != nil:
-			value, err = podFieldValue(pod, item.FieldRef.FieldPath)
+			value, err = runtime.PodMetadataField(pod, item.FieldRef.FieldPath)
 		case item.ResourceFieldRef != nil:
 			value, err = resourceFieldValue(pod, item.ResourceFieldRef, alloc)
 		}
@@ -35,71 +35,6 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		payload[filepath.Clean(item.Path)] = fileProjection{Data: []byte(value), Mode: modeOrDefault(item.Mode, defaultMode)}
 	}
 	return payload, utilerrors.NewAggregate(errs)
-}
-
-// podFieldValue is the kubelet's ExtractFieldPathAsString for the fields a volume may reference.
-func podFieldValue(pod *corev1.Pod, fieldPath string) (string, error) {
-	if path, key, ok := splitSubscript(fieldPath); ok {
-		switch path {
-		case "metadata.annotations":
-			if errs := validation.IsQualifiedName(strings.ToLower(key)); len(errs) != 0 {
-				return "", fmt.Errorf("invalid key subscript in %s: %s", fieldPath, strings.Join(errs, ";"))
-			}
-			return pod.Annotations[key], nil
-		case "metadata.labels":
-			if errs := validation.IsQualifiedName(key); len(errs) != 0 {
-				return "", fmt.Errorf("invalid key subscript in %s: %s", fieldPath, strings.Join(errs, ";"))
-			}
-			return pod.Labels[key], nil
-		}
-		return "", fmt.Errorf("fieldPath %q does not support subscript", fieldPath)
-	}
-	switch fieldPath {
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath: %v", fieldPath)
-}
-
-// splitSubscript splits "metadata.labels['key']" into ("metadata.labels", "key").
-func splitSubscript(fieldPath string) (string, string, bool) {
-	s, ok := strings.CutSuffix(fieldPath, "']")
-	if !ok {
-		return fieldPath, "", false
-	}
-	path, key, ok := strings.Cut(s, "['")
-	if !ok || path == "" {
-		return fieldPath, "", false
-	}
-	return path, key, true
-}
-
-// formatMap renders a map as the kubelet does: one key="value" line per key, sorted, values quoted
-// as Go strings, no trailing newline.
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b []byte
-	for _, k := range keys {
-		if len(b) > 0 {
-			b = append(b, '\n')
-		}
-		b = append(b, k...)
-		b = append(b, '=')
-		b = strconv.AppendQuote(b, m[k])
-	}
-	return string(b)
 }
 
 // resourceFieldValue is a container's request or limit in units of the divisor, rounded up. A limit
