@@ -8,7 +8,7 @@
 //     pod sandboxes (READY → NOTREADY → removed) and containers
 //     (CREATED → RUNNING → EXITED → removed), driven by an injectable clock;
 //   - an in-memory image store with a set of "pullable" references standing in
-//     for a registry;
+//     for a registry, and the user each image runs as (SetImageUser);
 //   - scripting of container behaviour by container name (exit after a delay,
 //     start/create failures, ignoring SIGTERM, exec results);
 //   - introspection (recorded calls, state snapshots, received pull

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -22,15 +23,35 @@ type image struct {
 	tags    []string
 	digests []string
 	size    uint64
+	user    string // the image config's User ("", "1234", "app", "1234:5678")
 }
 
 func (i *image) proto() *runtimeapi.Image {
-	return &runtimeapi.Image{
+	img := &runtimeapi.Image{
 		Id:          i.id,
 		RepoTags:    slices.Clone(i.tags),
 		RepoDigests: slices.Clone(i.digests),
 		Size:        i.size,
 	}
+	uid, name := imageUser(i.user)
+	if uid != nil {
+		img.Uid = &runtimeapi.Int64Value{Value: *uid}
+	}
+	img.Username = name
+	return img
+}
+
+// imageUser splits an image config's User the way containerd reports it: the part before ":" is a
+// numeric UID or else a user name; an empty User reports neither.
+func imageUser(user string) (*int64, string) {
+	if user == "" {
+		return nil, ""
+	}
+	user, _, _ = strings.Cut(user, ":")
+	if uid, err := strconv.ParseInt(user, 10, 64); err == nil {
+		return &uid, ""
+	}
+	return nil, user
 }
 
 // name is the image name reported for containers: the first tag, else the
@@ -105,7 +126,7 @@ func (r *Runtime) addImageLocked(norm string, size uint64) *image {
 		img.size = size
 		return img
 	}
-	img := &image{id: digestOf("image:" + norm), seq: r.nextSeq(), size: size}
+	img := &image{id: digestOf("image:" + norm), seq: r.nextSeq(), size: size, user: r.imageUsers[norm]}
 	if strings.Contains(norm, "@") {
 		img.digests = []string{norm}
 	} else {

@@ -36,6 +36,7 @@ type Runtime struct {
 	containers  map[string]*container
 	images      map[string]*image // by image id
 	pullable    map[string]uint64 // normalised ref → size
+	imageUsers  map[string]string // normalised ref → the image config's User
 	pullAuths   map[string][]*runtimeapi.AuthConfig
 	behaviours  map[string]Behaviour
 	execResults map[string]*runtimeapi.ExecSyncResponse
@@ -96,6 +97,7 @@ func New(opts ...Option) *Runtime {
 		containers:     map[string]*container{},
 		images:         map[string]*image{},
 		pullable:       map[string]uint64{},
+		imageUsers:     map[string]string{},
 		pullAuths:      map[string][]*runtimeapi.AuthConfig{},
 		behaviours:     map[string]Behaviour{},
 		execResults:    map[string]*runtimeapi.ExecSyncResponse{},

@@ -56,6 +56,20 @@ func (r *Runtime) SetPullable(ref string, sizeBytes uint64) {
 	r.pullable[normalizeRef(ref)] = sizeBytes
 }
 
+// SetImageUser sets the User of the image config of ref (as in a Dockerfile's USER: "1234",
+// "app" or "1234:5678"), for the image already stored and for one added or pulled later. ImageStatus
+// reports it as containerd does: a numeric user as Uid, any other as Username. Images have no user
+// unless set.
+func (r *Runtime) SetImageUser(ref, user string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	norm := normalizeRef(ref)
+	r.imageUsers[norm] = user
+	if img := r.findImageLocked(norm); img != nil {
+		img.user = user
+	}
+}
+
 // PullAuths returns the credentials PullImage received for ref, one entry per
 // call in call order (nil for a pull without credentials).
 func (r *Runtime) PullAuths(ref string) []*runtimeapi.AuthConfig {
