@@ -45,6 +45,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/server"
@@ -313,7 +314,7 @@ func (a *agent) nodePods(store *staticpods.Store) server.PodsFunc {
 				return nil, err
 			}
 			for _, p := range l.Items {
-				if !staticpods.IsMirrorPod(&p) && p.Spec.NodeName == a.cfg.NodeName {
+				if !podrules.IsMirrorPod(&p) && p.Spec.NodeName == a.cfg.NodeName {
 					out = append(out, p)
 				}
 			}

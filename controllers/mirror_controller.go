@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // MirrorPodReconciler keeps, for each static pod, a mirror pod in the API server — as the kubelet's
@@ -32,8 +34,8 @@ type MirrorPodReconciler struct {
 // SetupWithManager watches mirror pods (creations and deletions) and the static pod store.
 func (r *MirrorPodReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	mirrors := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetAnnotations()[corev1.MirrorPodAnnotationKey]
-		return ok
+		pod, ok := o.(*corev1.Pod)
+		return ok && podrules.IsMirrorPod(pod)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mirrorpod").
@@ -55,7 +57,7 @@ func (r *MirrorPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	exists := err == nil
-	if exists && !isMirrorPod(mirror) {
+	if exists && !podrules.IsMirrorPod(mirror) {
 		// An ordinary API pod holds the name; the kubelet leaves it alone too.
 		return ctrl.Result{}, nil
 	}
@@ -68,7 +70,7 @@ func (r *MirrorPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// Someone deleted it: finish the deletion at once (nothing runs behind a mirror pod); the delete
 		// event brings us back to create it again.
 		return ctrl.Result{}, r.deleteMirror(ctx, mirror, "it was deleted")
-	case exists && mirror.Annotations[corev1.MirrorPodAnnotationKey] != static.Annotations[configHashAnnotation]:
+	case exists && !podrules.IsMirrorOf(mirror, static):
 		return ctrl.Result{}, r.deleteMirror(ctx, mirror, "it is stale")
 	case exists:
 		return ctrl.Result{}, nil
@@ -88,7 +90,7 @@ func (r *MirrorPodReconciler) createMirror(ctx context.Context, static *corev1.P
 	for k, v := range static.Annotations {
 		mirror.Annotations[k] = v
 	}
-	mirror.Annotations[corev1.MirrorPodAnnotationKey] = static.Annotations[configHashAnnotation]
+	mirror.Annotations[podrules.ConfigMirrorAnnotation] = static.Annotations[podrules.ConfigHashAnnotation]
 	if uid := r.NodeUID(ctx); uid != "" {
 		mirror.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "Node", Name: r.NodeName, UID: uid, Controller: ptr.To(true),

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -319,7 +320,7 @@ func (r *PodReconciler) desiredPod(ctx context.Context, key types.NamespacedName
 		}
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
 	}
-	if pod.Spec.NodeName != r.NodeName || isMirrorPod(pod) {
+	if pod.Spec.NodeName != r.NodeName || podrules.IsMirrorPod(pod) {
 		return nil, nil // a mirror pod only reflects a static pod; it never runs by itself
 	}
 	return pod, nil
@@ -327,12 +328,6 @@ func (r *PodReconciler) desiredPod(ctx context.Context, key types.NamespacedName
 
 // apiReadTimeout bounds a read of the pod cache, which blocks while the API server is unreachable.
 const apiReadTimeout = 5 * time.Second
-
-// isMirrorPod reports whether pod is the API's mirror of a static pod.
-func isMirrorPod(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
-	return ok
-}
 
 // result collects when a pod wants to be looked at again.
 type result struct{ after time.Duration }

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -107,7 +108,7 @@ func (r *PodReconciler) statusTarget(ctx context.Context, pod *corev1.Pod) *core
 	if r.Client == nil {
 		return nil
 	}
-	if !isStaticPod(pod) {
+	if !podrules.IsStaticPod(pod) {
 		return pod
 	}
 	mirror := &corev1.Pod{}
@@ -116,20 +117,10 @@ func (r *PodReconciler) statusTarget(ctx context.Context, pod *corev1.Pod) *core
 	if err := r.Client.Get(gctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, mirror); err != nil {
 		return nil
 	}
-	if !isMirrorPod(mirror) || mirror.Annotations[corev1.MirrorPodAnnotationKey] != pod.Annotations[configHashAnnotation] ||
-		mirror.DeletionTimestamp != nil {
+	if !podrules.IsMirrorOf(mirror, pod) || mirror.DeletionTimestamp != nil {
 		return nil
 	}
 	return mirror
-}
-
-// configHashAnnotation holds a static pod's hash, which its mirror pod repeats.
-const configHashAnnotation = "kubernetes.io/config.hash"
-
-// isStaticPod reports whether a pod comes from a manifest file or URL rather than the API.
-func isStaticPod(pod *corev1.Pod) bool {
-	src := pod.Annotations["kubernetes.io/config.source"]
-	return src == "file" || src == "http"
 }
 
 // statusPatch is the kubelet's status patch: a two-way strategic merge patch from the status the API is

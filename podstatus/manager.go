@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // maxTerminationMessageBytes is shared by all containers of a pod (the kubelet's
@@ -90,7 +92,7 @@ func (b *builder) terminate(s *corev1.PodStatus) {
 		markLost(s.ContainerStatuses)
 	}
 	markLost(initializedContainers(s.InitContainerStatuses))
-	if isStaticPod(b.pod) {
+	if podrules.IsStaticPod(b.pod) {
 		return
 	}
 	if !isTerminal(s.Phase) {

@@ -3,6 +3,8 @@ package podstatus
 import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // phaseCounts tallies container states the way the kubelet's getPhase does.
@@ -49,7 +51,7 @@ func (b *builder) containersPhase(info []corev1.ContainerStatus) corev1.PodPhase
 	if n.failedInitNotRestartable > 0 {
 		return corev1.PodFailed
 	}
-	return n.phase(b.in.Terminated && !isStaticPod(b.pod), b.hasActiveRegularContainer())
+	return n.phase(b.in.Terminated && !podrules.IsStaticPod(b.pod), b.hasActiveRegularContainer())
 }
 
 func (n *phaseCounts) phase(podIsTerminal, podHasInitialized bool) corev1.PodPhase {
@@ -208,15 +210,6 @@ func matchingRestartRule(c *corev1.Container, exitCode int32) (corev1.ContainerR
 		}
 	}
 	return corev1.ContainerRestartRule{}, false
-}
-
-// isStaticPod: a pod from a file or URL (or its mirror); the kubelet does not force those terminal.
-func isStaticPod(pod *corev1.Pod) bool {
-	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	src, ok := pod.Annotations["kubernetes.io/config.source"]
-	return ok && src != "api"
 }
 
 // anySandboxReady: some sandbox of the pod is ready.

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 const gi = 1 << 30
@@ -521,7 +523,7 @@ func TestContainerResources(t *testing.T) {
 			want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 20000, CpuPeriod: 100000, MemoryLimitInBytes: 128 << 20, OomScoreAdj: 985,
 				Unified: map[string]string{"memory.high": "max"}}},
 		{name: "node-critical static pod", pod: func(p *corev1.Pod) {
-			p.Annotations[configSourceAnnotation] = "file"
+			p.Annotations[podrules.ConfigSourceAnnotation] = "file"
 			p.Spec.PriorityClassName = "system-node-critical"
 		}, want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 20000, CpuPeriod: 100000, MemoryLimitInBytes: 128 << 20, OomScoreAdj: -997}},
 	}

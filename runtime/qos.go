@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // The kubelet's OOM score adjustments (pkg/kubelet/qos/policy.go).
@@ -16,8 +18,6 @@ const (
 const (
 	systemCriticalPriority  = 2000000000
 	systemNodeCriticalClass = "system-node-critical"
-	configSourceAnnotation  = "kubernetes.io/config.source"
-	configSourceAPIServer   = "api"
 )
 
 // qosResources are the resources whose requests and limits decide a QoS class.
@@ -119,19 +119,9 @@ func isPodLevelLimitsSet(pod *corev1.Pod) bool {
 	return pod.Spec.Resources != nil && hasSupportedPodLevelResource(pod.Spec.Resources.Limits)
 }
 
-// IsStaticPod tells whether the pod came from a file or URL source (kubernetes.io/config.source other
-// than "api").
-func IsStaticPod(pod *corev1.Pod) bool {
-	src, ok := pod.Annotations[configSourceAnnotation]
-	return ok && src != configSourceAPIServer
-}
-
 // isCriticalPod: static and mirror pods, and pods at system-critical priority or above.
 func isCriticalPod(pod *corev1.Pod) bool {
-	if IsStaticPod(pod) {
-		return true
-	}
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+	if podrules.IsStaticPod(pod) || podrules.IsMirrorPod(pod) {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 func podWith(init, regular []corev1.ResourceRequirements) *corev1.Pod {
@@ -89,7 +91,7 @@ func TestOOMScoreAdjust(t *testing.T) {
 		}, first, 1000 - 1000*(gi+2*gi)/capacity},
 		{"system-node-critical static pod", func() *corev1.Pod {
 			p := podWith(nil, []corev1.ResourceRequirements{{}})
-			p.Annotations = map[string]string{configSourceAnnotation: "file"}
+			p.Annotations = map[string]string{podrules.ConfigSourceAnnotation: "file"}
 			p.Spec.PriorityClassName = "system-node-critical"
 			return p
 		}, first, -997},
@@ -100,7 +102,7 @@ func TestOOMScoreAdjust(t *testing.T) {
 		}, first, -997},
 		{"node-critical class on an API pod below critical priority", func() *corev1.Pod {
 			p := podWith(nil, []corev1.ResourceRequirements{{}})
-			p.Annotations = map[string]string{configSourceAnnotation: "api"}
+			p.Annotations = map[string]string{podrules.ConfigSourceAnnotation: "api"}
 			p.Spec.PriorityClassName = "system-node-critical"
 			return p
 		}, first, 1000},
@@ -116,22 +118,3 @@ func TestOOMScoreAdjust(t *testing.T) {
 }
 
 func first(p *corev1.Pod) *corev1.Container { return &p.Spec.Containers[0] }
-
-func TestIsStaticPod(t *testing.T) {
-	tests := []struct {
-		annotations map[string]string
-		want        bool
-	}{
-		{nil, false},
-		{map[string]string{configSourceAnnotation: "api"}, false},
-		{map[string]string{configSourceAnnotation: "file"}, true},
-		{map[string]string{configSourceAnnotation: "http"}, true},
-	}
-	for _, tt := range tests {
-		pod := &corev1.Pod{}
-		pod.Annotations = tt.annotations
-		if got := IsStaticPod(pod); got != tt.want {
-			t.Errorf("IsStaticPod(%v) = %v", tt.annotations, got)
-		}
-	}
-}

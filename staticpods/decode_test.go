@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 const manifestPath = "/etc/kubernetes/manifests/web.yaml"
@@ -46,8 +48,8 @@ func TestDecodeNamingAndAnnotations(t *testing.T) {
 	if _, ok := pod.Annotations[AnnotationConfigSeen]; ok {
 		t.Errorf("Decode set %s; the Store owns it", AnnotationConfigSeen)
 	}
-	if !IsStaticPod(pod) || IsMirrorPod(pod) {
-		t.Errorf("IsStaticPod = %v, IsMirrorPod = %v; want true, false", IsStaticPod(pod), IsMirrorPod(pod))
+	if !podrules.IsStaticPod(pod) || podrules.IsMirrorPod(pod) {
+		t.Errorf("IsStaticPod = %v, IsMirrorPod = %v; want true, false", podrules.IsStaticPod(pod), podrules.IsMirrorPod(pod))
 	}
 	if pod.Status.Phase != corev1.PodPending {
 		t.Errorf("phase = %q, want Pending", pod.Status.Phase)

@@ -9,5 +9,5 @@
 // static pod is never killed by a later failure.
 //
 // It must not know about mirror pods' API objects beyond what the mirror pod reconciler asks of it
-// (IsMirrorPod and the annotation names).
+// (the annotation names; podrules decides whether a pod is static or a mirror).
 package staticpods

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // FuzzDecode: Decode never panics, and what it accepts is a usable static pod, the same on every decode.
@@ -45,7 +47,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("pod %d without identity: %q/%q uid %q", i, pod.Namespace, pod.Name, pod.UID)
 			case pod.Spec.NodeName != testNode:
 				t.Fatalf("pod %s: nodeName %q", pod.Name, pod.Spec.NodeName)
-			case pod.Annotations[AnnotationConfigHash] != string(pod.UID) || !IsStaticPod(pod):
+			case pod.Annotations[AnnotationConfigHash] != string(pod.UID) || !podrules.IsStaticPod(pod):
 				t.Fatalf("pod %s: annotations %v", pod.Name, pod.Annotations)
 			case len(pod.Spec.Containers) == 0:
 				t.Fatalf("pod %s without containers", pod.Name)

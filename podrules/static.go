@@ -1,0 +1,53 @@
+package podrules
+
+import corev1 "k8s.io/api/core/v1"
+
+// Annotations the kubelet sets on the pods of its file and URL sources and on their mirror pods.
+const (
+	// ConfigSourceAnnotation names the source a pod came from: ConfigSourceFile, ConfigSourceHTTP or
+	// ConfigSourceAPI.
+	ConfigSourceAnnotation = "kubernetes.io/config.source"
+	// ConfigHashAnnotation holds a static pod's hash (also its UID); its mirror pod repeats it.
+	ConfigHashAnnotation = "kubernetes.io/config.hash"
+	// ConfigMirrorAnnotation marks a mirror pod; its value is the config hash of the static pod it mirrors.
+	ConfigMirrorAnnotation = corev1.MirrorPodAnnotationKey
+)
+
+// Values of ConfigSourceAnnotation.
+const (
+	ConfigSourceFile = "file"
+	ConfigSourceHTTP = "http"
+	ConfigSourceAPI  = "api"
+)
+
+// IsStaticPod reports whether pod came from a manifest file or URL rather than the API server (the
+// kubelet's kubetypes.IsStaticPod: a config.source annotation other than "api"). A mirror pod is the API's
+// copy of a static pod, not a static pod: it carries its static pod's annotations, but the kubelet sees it
+// through its API source.
+func IsStaticPod(pod *corev1.Pod) bool {
+	if pod == nil || IsMirrorPod(pod) {
+		return false
+	}
+	src, ok := pod.Annotations[ConfigSourceAnnotation]
+	return ok && src != ConfigSourceAPI
+}
+
+// IsMirrorPod reports whether pod is the API server's mirror of a static pod (the kubelet's
+// kubetypes.IsMirrorPod: it has the config.mirror annotation).
+func IsMirrorPod(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	_, ok := pod.Annotations[ConfigMirrorAnnotation]
+	return ok
+}
+
+// IsMirrorOf reports whether mirror is the mirror pod of static as it is now (the kubelet's IsMirrorPodOf):
+// a mirror pod of the same name and namespace whose config.mirror annotation holds the static pod's
+// config hash. A mirror of an older version of the static pod is not.
+func IsMirrorOf(mirror, static *corev1.Pod) bool {
+	if !IsMirrorPod(mirror) || static == nil || mirror.Name != static.Name || mirror.Namespace != static.Namespace {
+		return false
+	}
+	return mirror.Annotations[ConfigMirrorAnnotation] == static.Annotations[ConfigHashAnnotation]
+}

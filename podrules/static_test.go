@@ -1,0 +1,74 @@
+package podrules
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func annotated(kv ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	if len(kv) > 0 {
+		p.Annotations = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		p.Annotations[kv[i]] = kv[i+1]
+	}
+	return p
+}
+
+func TestIsStaticPodAndIsMirrorPod(t *testing.T) {
+	tests := []struct {
+		name       string
+		pod        *corev1.Pod
+		wantStatic bool
+		wantMirror bool
+	}{
+		{name: "nil pod", pod: nil},
+		{name: "no annotations", pod: annotated()},
+		{name: "API source", pod: annotated(ConfigSourceAnnotation, ConfigSourceAPI)},
+		{name: "file source", pod: annotated(ConfigSourceAnnotation, ConfigSourceFile), wantStatic: true},
+		{name: "http source", pod: annotated(ConfigSourceAnnotation, ConfigSourceHTTP), wantStatic: true},
+		{name: "any source but the API", pod: annotated(ConfigSourceAnnotation, "*"), wantStatic: true},
+		{name: "mirror pod carrying its static pod's source", wantMirror: true,
+			pod: annotated(ConfigSourceAnnotation, ConfigSourceFile, ConfigMirrorAnnotation, "h")},
+		{name: "mirror annotation with an empty hash", pod: annotated(ConfigMirrorAnnotation, ""), wantMirror: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsStaticPod(tt.pod); got != tt.wantStatic {
+				t.Errorf("IsStaticPod = %v, want %v", got, tt.wantStatic)
+			}
+			if got := IsMirrorPod(tt.pod); got != tt.wantMirror {
+				t.Errorf("IsMirrorPod = %v, want %v", got, tt.wantMirror)
+			}
+		})
+	}
+}
+
+func TestIsMirrorOf(t *testing.T) {
+	static := annotated(ConfigSourceAnnotation, ConfigSourceFile, ConfigHashAnnotation, "h1")
+	elsewhere := annotated(ConfigMirrorAnnotation, "h1")
+	elsewhere.Namespace = "other"
+	tests := []struct {
+		name   string
+		mirror *corev1.Pod
+		static *corev1.Pod
+		want   bool
+	}{
+		{name: "current mirror", mirror: annotated(ConfigMirrorAnnotation, "h1"), static: static, want: true},
+		{name: "stale mirror", mirror: annotated(ConfigMirrorAnnotation, "h0"), static: static},
+		{name: "an API pod of the same name", mirror: annotated(), static: static},
+		{name: "another namespace", mirror: elsewhere, static: static},
+		{name: "no static pod", mirror: annotated(ConfigMirrorAnnotation, "h1")},
+		{name: "no mirror pod", static: static},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsMirrorOf(tt.mirror, tt.static); got != tt.want {
+				t.Errorf("IsMirrorOf = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
