@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -11,9 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // EnvSource fetches the ConfigMaps and Secrets that env/envFrom reference (by name: the node may not
@@ -371,107 +371,10 @@ func sortPodIPs(podIPs, hostIPs []string) []string {
 	return ips
 }
 
-// resourceFieldRef resolves requests/limits of cpu, memory, ephemeral-storage and hugepages, divided by
-// the divisor and rounded up; a limit the container does not set reads as the node's allocatable.
+// resourceFieldRef resolves requests/limits of cpu, memory, ephemeral-storage and hugepages of this or a
+// named container (podrules.EnvResourceValue).
 func (r *envResolver) resourceFieldRef(fs *corev1.ResourceFieldSelector) (string, error) {
-	c, regular := r.c, true
-	if fs.ContainerName != "" {
-		var err error
-		if c, regular, err = findContainer(r.pod, fs.ContainerName); err != nil {
-			return "", err
-		}
-	}
-	if regular {
-		c = withDefaultLimits(c, r.allocatable())
-	}
-	return containerResourceValue(fs, c)
-}
-
-// allocatable is the node's allocatable with pod-level limits in place of it where set.
-func (r *envResolver) allocatable() corev1.ResourceList {
-	alloc := r.opts.NodeAllocatable
-	if !isPodLevelLimitsSet(r.pod) {
-		return alloc
-	}
-	alloc = alloc.DeepCopy()
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if v, ok := r.pod.Spec.Resources.Limits[name]; ok && !v.IsZero() {
-			if _, known := alloc[name]; known {
-				alloc[name] = v.DeepCopy()
-			}
-		}
-	}
-	return alloc
-}
-
-// findContainer looks a container up by name; regular is false for an init container (the kubelet
-// defaults the limits of regular containers only).
-func findContainer(pod *corev1.Pod, name string) (c *corev1.Container, regular bool, err error) {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i], true, nil
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i], false, nil
-		}
-	}
-	return nil, false, fmt.Errorf("container %s not found", name)
-}
-
-// withDefaultLimits is a copy of c whose unset cpu, memory and ephemeral-storage limits are allocatable's.
-func withDefaultLimits(c *corev1.Container, allocatable corev1.ResourceList) *corev1.Container {
-	out := c.DeepCopy()
-	if out.Resources.Limits == nil {
-		out.Resources.Limits = corev1.ResourceList{}
-	}
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
-		if q, ok := out.Resources.Limits[name]; ok && !q.IsZero() {
-			continue
-		}
-		if a, ok := allocatable[name]; ok {
-			out.Resources.Limits[name] = a.DeepCopy()
-		}
-	}
-	return out
-}
-
-// containerResourceValue renders one resource of a container, divided by the divisor (default 1) and
-// rounded up.
-func containerResourceValue(fs *corev1.ResourceFieldSelector, c *corev1.Container) (string, error) {
-	divisor := fs.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	kind, name, _ := strings.Cut(fs.Resource, ".")
-	var list corev1.ResourceList
-	switch kind {
-	case "limits":
-		list = c.Resources.Limits
-	case "requests":
-		list = c.Resources.Requests
-	default:
-		return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
-	}
-	rn := corev1.ResourceName(name)
-	if !isDownwardAPIResource(rn) {
-		return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
-	}
-	q := list[rn]
-	if rn == corev1.ResourceCPU {
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	}
-	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-}
-
-// isDownwardAPIResource: cpu, memory, ephemeral-storage and hugepages-<size>.
-func isDownwardAPIResource(rn corev1.ResourceName) bool {
-	switch rn {
-	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
-		return true
-	}
-	return strings.HasPrefix(string(rn), corev1.ResourceHugePagesPrefix)
+	return podrules.EnvResourceValue(r.pod, r.c, fs, r.opts.NodeAllocatable)
 }
 
 // mappingFor looks a variable up in each context in turn; an undefined one stays a $(NAME) reference.
