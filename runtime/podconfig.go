@@ -239,11 +239,15 @@ type ContainerOptions struct {
 	ImageRef string
 	// NodeMemoryCapacity is the node's memory in bytes, for a Burstable container's oom_score_adj.
 	NodeMemoryCapacity int64
+	// TargetContainerID is the runtime ID of an ephemeral container's targetContainerName: the container
+	// joins that container's process namespace (NamespaceMode TARGET) when it would otherwise get its own.
+	TargetContainerID string
 
 	// ImageUID and ImageUsername are the image's user from ImageStatus, used like the kubelet does when
 	// no runAsUser is set: a numeric user becomes run_as_user, a name run_as_username, and runAsNonRoot is
-	// verified against them. The kubelet treats an image without a user as root: pass ImageUID 0 then.
-	// Both unset means unknown: the runtime applies the image's user and runAsNonRoot is not verified.
+	// verified against them. ImageUser (LookupImageUser) reads them as the kubelet does, an image without
+	// a user being root (UID 0). Both unset means unknown: the runtime applies the image's user and
+	// runAsNonRoot is not verified.
 	ImageUID      *int64
 	ImageUsername string
 	// SeccompDefault (KubeletConfiguration.seccompDefault) makes RuntimeDefault the default profile.
@@ -286,7 +290,20 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind ContainerKind, r
 		return nil, asConfigError(err)
 	}
 	cfg.Linux = linux
+	targetProcessNamespace(cfg.Linux, opts.TargetContainerID)
 	return cfg, nil
+}
+
+// targetProcessNamespace makes the container share the target container's process namespace, as the
+// kubelet does for an ephemeral container's targetContainerName, unless the pod shares one already (pod
+// or host PID namespace).
+func targetProcessNamespace(linux *runtimeapi.LinuxContainerConfig, targetID string) {
+	ns := linux.GetSecurityContext().GetNamespaceOptions()
+	if targetID == "" || ns == nil || ns.Pid != runtimeapi.NamespaceMode_CONTAINER {
+		return
+	}
+	ns.Pid = runtimeapi.NamespaceMode_TARGET
+	ns.TargetId = targetID
 }
 
 // expandCommandAndArgs expands $(VAR) references in the command and args against the environment.

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -111,11 +112,13 @@ func linuxSandboxConfig(pod *corev1.Pod, opts SandboxOptions) (*runtimeapi.Linux
 	}, nil
 }
 
+// podSysctls are the pod's sysctls for the sandbox, named with dots as runc requires ("kernel/shm_rmid_forced"
+// is passed as "kernel.shm_rmid_forced"), as the kubelet does before it creates the sandbox.
 func podSysctls(pod *corev1.Pod) map[string]string {
 	s := map[string]string{}
 	if pod.Spec.SecurityContext != nil {
 		for _, sysctl := range pod.Spec.SecurityContext.Sysctls {
-			s[sysctl.Name] = sysctl.Value
+			s[utilsysctl.NormalizeName(sysctl.Name)] = sysctl.Value
 		}
 	}
 	return s
@@ -587,27 +590,4 @@ func readonlyPaths(pm *corev1.ProcMountType) []string {
 		return []string{}
 	}
 	return defaultReadonlyPaths
-}
-
-// verifyRunAsNonRoot checks runAsNonRoot against the effective user, or the image's user when none is
-// set; an unknown image user (both unset) cannot be checked.
-func verifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, imageUID *int64, imageUsername string) error {
-	eff := effectiveSecurityContext(pod, c)
-	if eff.RunAsNonRoot == nil || !*eff.RunAsNonRoot {
-		return nil
-	}
-	desc := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
-	switch {
-	case eff.RunAsUser != nil && *eff.RunAsUser == 0:
-		return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", desc, c.Name)
-	case eff.RunAsUser != nil:
-		return nil
-	case imageUID == nil && imageUsername != "":
-		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", imageUsername, desc, c.Name)
-	case imageUID != nil && *imageUID == 0:
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", desc, c.Name)
-	case imageUID != nil && (*imageUID < 0 || *imageUID > math.MaxInt32):
-		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)) (pod: %q, container: %s)", *imageUID, math.MaxInt32, desc, c.Name)
-	}
-	return nil
 }
