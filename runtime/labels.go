@@ -26,6 +26,7 @@ const (
 	AnnotationContainerPorts            = "io.kubernetes.container.ports"
 	AnnotationContainerInit             = "io.nodelet.container.init"            // "true" for init containers (incl. sidecars)
 	AnnotationContainerRestartableInit  = "io.nodelet.container.restartableInit" // "true" for sidecars
+	AnnotationContainerEphemeral        = "io.nodelet.container.ephemeral"       // "true" for ephemeral containers
 	AnnotationContainerImageSpec        = "io.nodelet.container.image"           // the image as the pod spec names it
 )
 
@@ -60,7 +61,7 @@ func ContainerLabels(pod *corev1.Pod, containerName string) map[string]string {
 	}
 }
 
-// ContainerKind tells regular, init and sidecar containers apart in the runtime's annotations.
+// ContainerKind tells regular, init, sidecar and ephemeral containers apart in the runtime's annotations.
 type ContainerKind int
 
 // Container kinds.
@@ -68,6 +69,7 @@ const (
 	KindRegular ContainerKind = iota
 	KindInit
 	KindSidecar
+	KindEphemeral
 )
 
 // ContainerAnnotations carry what the agent needs after a restart: hash, restart count, termination
@@ -102,6 +104,8 @@ func ContainerAnnotations(pod *corev1.Pod, c *corev1.Container, kind ContainerKi
 	case KindSidecar:
 		a[AnnotationContainerInit] = "true"
 		a[AnnotationContainerRestartableInit] = "true"
+	case KindEphemeral:
+		a[AnnotationContainerEphemeral] = "true"
 	}
 	return a
 }

@@ -178,6 +178,8 @@ func DecodeContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *Con
 		cs.Kind = KindSidecar
 	case a[AnnotationContainerInit] == "true":
 		cs.Kind = KindInit
+	case a[AnnotationContainerEphemeral] == "true":
+		cs.Kind = KindEphemeral
 	}
 	return cs
 }
