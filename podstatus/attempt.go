@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -42,7 +43,7 @@ func (b *builder) convertAttempt(a *runtime.ContainerStatus, old *corev1.Contain
 		// Created but not started, or unknown: waiting to run.
 		st.State.Waiting = &corev1.ContainerStateWaiting{}
 	}
-	if c := b.containerSpec(a.Name); c != nil {
+	if c, _ := podrules.FindContainer(b.pod, a.Name); c != nil {
 		st.Resources = c.Resources.DeepCopy()
 		st.AllocatedResources = c.Resources.Requests.DeepCopy()
 	}

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // Condition reasons and messages of the kubelet (pkg/kubelet/status, pkg/kubelet/types).
@@ -50,7 +52,7 @@ func (b *builder) conditions(s *corev1.PodStatus) []corev1.PodCondition {
 	conds = append(conds, b.readyCondition(conds, all, s.Phase))
 	conds = append(conds, b.containersReadyCondition(all, s.Phase))
 	conds = append(conds, b.condition(corev1.PodScheduled, corev1.ConditionTrue, "", ""))
-	if allContainersCouldRestart(&b.pod.Spec) {
+	if podrules.AllContainersCouldRestart(&b.pod.Spec) {
 		conds = append(conds, b.allContainersRestartingCondition(s.Phase))
 	}
 	if o := b.in.Override; o != nil && o.Condition != nil {
@@ -138,7 +140,7 @@ func (b *builder) initializedCondition(all []corev1.ContainerStatus, phase corev
 	switch {
 	case phase == corev1.PodSucceeded && len(unknown) == 0:
 		return b.condition(corev1.PodInitialized, corev1.ConditionTrue, reasonPodCompleted, "")
-	case anyRegularContainerStarted(spec, all):
+	case anyRegularContainerStarted(b.pod, all):
 		return b.condition(corev1.PodInitialized, corev1.ConditionTrue, "", "")
 	}
 	msg := joinMessages(unknown, "containers with unknown status", incomplete, "containers with incomplete status")
@@ -159,17 +161,17 @@ func (b *builder) wasInitialized() bool {
 }
 
 func initContainerInitialized(c *corev1.Container, st *corev1.ContainerStatus) bool {
-	if isSidecar(c) {
+	if podrules.IsSidecar(c) {
 		return st.Started != nil && *st.Started
 	}
 	return st.Ready
 }
 
 // anyRegularContainerStarted: some regular container runs or ran.
-func anyRegularContainerStarted(spec *corev1.PodSpec, all []corev1.ContainerStatus) bool {
+func anyRegularContainerStarted(pod *corev1.Pod, all []corev1.ContainerStatus) bool {
 	for i := range all {
 		running, ran := all[i].State.Running != nil, all[i].State.Terminated != nil
-		if (running || ran) && findContainer(spec.Containers, all[i].Name) != nil {
+		if (running || ran) && containerOfKind(pod, all[i].Name, podrules.RegularContainer) != nil {
 			return true
 		}
 	}
@@ -193,7 +195,7 @@ func (b *builder) containersReadyCondition(all []corev1.ContainerStatus, phase c
 		}
 	}
 	for i := range spec.InitContainers {
-		if isSidecar(&spec.InitContainers[i]) {
+		if podrules.IsSidecar(&spec.InitContainers[i]) {
 			check(&spec.InitContainers[i])
 		}
 	}

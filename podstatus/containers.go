@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -126,12 +127,12 @@ func (b *builder) applyWaiting(c *corev1.Container, st *corev1.ContainerStatus, 
 		if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0 {
 			return
 		}
-		if latest == nil && !isSidecar(c) && st.State.Waiting != nil && b.anyRegularContainerCreated() {
+		if latest == nil && !podrules.IsSidecar(c) && st.State.Waiting != nil && b.anyRegularContainerCreated() {
 			st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", Message: msgInitAssumedDone}}
 			return
 		}
 	}
-	if !b.shouldRestart(c, latest) {
+	if !podrules.ShouldContainerBeRestarted(b.pod, c, latest.Attempt()) {
 		return
 	}
 	w, ok := b.in.Waiting[c.Name]
@@ -142,23 +143,6 @@ func (b *builder) applyWaiting(c *corev1.Container, st *corev1.ContainerStatus, 
 		st.LastTerminationState = st.State
 	}
 	st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
-}
-
-// shouldRestart is the kubelet's ShouldContainerBeRestarted.
-func (b *builder) shouldRestart(c *corev1.Container, latest *runtime.ContainerStatus) bool {
-	if b.pod.DeletionTimestamp != nil {
-		return false
-	}
-	if latest == nil {
-		return true
-	}
-	switch latest.State {
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return false
-	case runtimeapi.ContainerState_CONTAINER_UNKNOWN, runtimeapi.ContainerState_CONTAINER_CREATED:
-		return true
-	}
-	return containerShouldRestart(c, &b.pod.Spec, latest.ExitCode)
 }
 
 // anyRegularContainerCreated: the newest attempt of some regular container was created, runs or exited.
@@ -218,22 +202,13 @@ func recursiveReadOnly(vm corev1.VolumeMount, supported bool) bool {
 	return false
 }
 
-// containerSpec finds a container of any kind by name.
-func (b *builder) containerSpec(name string) *corev1.Container {
-	spec := &b.pod.Spec
-	if c := findContainer(spec.Containers, name); c != nil {
-		return c
+// containerOfKind is the pod's container of that name when it is declared as that kind, else nil.
+func containerOfKind(pod *corev1.Pod, name string, kind podrules.ContainerKind) *corev1.Container {
+	c, k := podrules.FindContainer(pod, name)
+	if k != kind {
+		return nil
 	}
-	if c := findContainer(spec.InitContainers, name); c != nil {
-		return c
-	}
-	for i := range spec.EphemeralContainers {
-		if spec.EphemeralContainers[i].Name == name {
-			c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
-			return &c
-		}
-	}
-	return nil
+	return c
 }
 
 func ephemeralContainers(spec *corev1.PodSpec) []corev1.Container {
@@ -244,15 +219,6 @@ func ephemeralContainers(spec *corev1.PodSpec) []corev1.Container {
 	return out
 }
 
-func findContainer(cs []corev1.Container, name string) *corev1.Container {
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i]
-		}
-	}
-	return nil
-}
-
 func findStatus(ss []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
 	for i := range ss {
 		if ss[i].Name == name {
@@ -260,8 +226,4 @@ func findStatus(ss []corev1.ContainerStatus, name string) *corev1.ContainerStatu
 		}
 	}
 	return nil
-}
-
-func isSidecar(c *corev1.Container) bool {
-	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }

@@ -58,24 +58,24 @@ func (b *builder) setTransitionTime(conds []corev1.PodCondition, t corev1.PodCon
 // that state if its pod or container restart policy restarts it.
 func (b *builder) legalTransition(s *corev1.PodStatus) bool {
 	spec := &b.pod.Spec
-	if spec.RestartPolicy == corev1.RestartPolicyAlways || allContainersCouldRestart(spec) {
+	if spec.RestartPolicy == corev1.RestartPolicyAlways || podrules.AllContainersCouldRestart(spec) {
 		return true
 	}
-	return b.staysTerminated(spec.Containers, b.old.ContainerStatuses, s.ContainerStatuses, false) &&
-		b.staysTerminated(spec.InitContainers, b.old.InitContainerStatuses, s.InitContainerStatuses, true)
+	return b.staysTerminated(podrules.RegularContainer, b.old.ContainerStatuses, s.ContainerStatuses) &&
+		b.staysTerminated(podrules.InitContainer, b.old.InitContainerStatuses, s.InitContainerStatuses)
 }
 
-func (b *builder) staysTerminated(containers []corev1.Container, old, now []corev1.ContainerStatus, isInit bool) bool {
+func (b *builder) staysTerminated(kind podrules.ContainerKind, old, now []corev1.ContainerStatus) bool {
 	for i := range old {
 		t := old[i].State.Terminated
-		c := findContainer(containers, old[i].Name)
-		if t == nil || (isInit && isSidecar(c)) {
+		c := containerOfKind(b.pod, old[i].Name, kind)
+		if t == nil || (kind == podrules.InitContainer && podrules.IsSidecar(c)) {
 			continue
 		}
 		if t.ExitCode != 0 && b.pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
 			continue
 		}
-		if c != nil && containerShouldRestart(c, &b.pod.Spec, t.ExitCode) {
+		if c != nil && podrules.ContainerShouldRestart(c, &b.pod.Spec, t.ExitCode) {
 			continue
 		}
 		if st := findStatus(now, old[i].Name); st != nil && st.State.Terminated == nil {
@@ -127,7 +127,7 @@ func (b *builder) hasPodInitialized() bool {
 		return false
 	}
 	last := old.InitContainerStatuses[l-1]
-	if isSidecar(&spec.InitContainers[l-1]) {
+	if podrules.IsSidecar(&spec.InitContainers[l-1]) {
 		return last.State.Running != nil && last.Started != nil && *last.Started
 	}
 	succeeded := func(t *corev1.ContainerStateTerminated) bool { return t != nil && t.ExitCode == 0 }

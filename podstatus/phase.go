@@ -39,7 +39,7 @@ func (b *builder) containersPhase(info []corev1.ContainerStatus) corev1.PodPhase
 	spec := &b.pod.Spec
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		if isSidecar(c) {
+		if podrules.IsSidecar(c) {
 			n.countSidecar(findStatus(info, c.Name))
 		} else {
 			n.countInit(b, c, findStatus(info, c.Name))
@@ -141,7 +141,7 @@ func (n *phaseCounts) countRegular(b *builder, c *corev1.Container, st *corev1.C
 
 // restartable: the container's restart policy restarts it after this exit, or all containers restart.
 func (b *builder) restartable(c *corev1.Container, t *corev1.ContainerStateTerminated) bool {
-	return containerShouldRestart(c, &b.pod.Spec, t.ExitCode) || t.Reason == reasonRestartingAllContainers
+	return podrules.ContainerShouldRestart(c, &b.pod.Spec, t.ExitCode) || t.Reason == reasonRestartingAllContainers
 }
 
 // hasActiveRegularContainer: a regular container exists in the newest sandbox, which is ready; the pod
@@ -152,64 +152,11 @@ func (b *builder) hasActiveRegularContainer() bool {
 		return false
 	}
 	for _, a := range b.rt.Containers {
-		if a.SandboxID == sb.Id && findContainer(b.pod.Spec.Containers, a.Name) != nil {
+		if a.SandboxID == sb.Id && containerOfKind(b.pod, a.Name, podrules.RegularContainer) != nil {
 			return true
 		}
 	}
 	return false
-}
-
-// containerShouldRestart is the kubelet's ContainerShouldRestart: the container's restart rules, then its
-// restart policy, then the pod's.
-func containerShouldRestart(c *corev1.Container, spec *corev1.PodSpec, exitCode int32) bool {
-	if c.RestartPolicy != nil {
-		if rule, ok := matchingRestartRule(c, exitCode); ok {
-			switch rule.Action {
-			case corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleActionRestartAllContainers:
-				return true
-			}
-		}
-		switch *c.RestartPolicy {
-		case corev1.ContainerRestartPolicyAlways:
-			return true
-		case corev1.ContainerRestartPolicyOnFailure:
-			return exitCode != 0
-		case corev1.ContainerRestartPolicyNever:
-			return false
-		}
-	}
-	switch spec.RestartPolicy {
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	case corev1.RestartPolicyNever:
-		return false
-	default:
-		return true
-	}
-}
-
-// matchingRestartRule is the first restart rule whose exit codes match.
-func matchingRestartRule(c *corev1.Container, exitCode int32) (corev1.ContainerRestartRule, bool) {
-	for _, rule := range c.RestartPolicyRules {
-		if rule.ExitCodes == nil {
-			continue
-		}
-		in := false
-		for _, v := range rule.ExitCodes.Values {
-			in = in || v == exitCode
-		}
-		switch rule.ExitCodes.Operator {
-		case corev1.ContainerRestartRuleOnExitCodesOpIn:
-			if in {
-				return rule, true
-			}
-		case corev1.ContainerRestartRuleOnExitCodesOpNotIn:
-			if !in {
-				return rule, true
-			}
-		}
-	}
-	return corev1.ContainerRestartRule{}, false
 }
 
 // anySandboxReady: some sandbox of the pod is ready.

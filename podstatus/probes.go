@@ -2,6 +2,8 @@ package podstatus
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // applyProbes sets started and ready like the kubelet's prober manager (UpdatePodStatus): a container is
@@ -9,15 +11,14 @@ import (
 // readiness probe (if any) succeeded; a regular init container is ready once it exited 0. Ephemeral
 // containers are left alone.
 func (b *builder) applyProbes(s *corev1.PodStatus) {
-	spec := &b.pod.Spec
 	for i := range s.ContainerStatuses {
 		st := &s.ContainerStatuses[i]
-		b.probe(findContainer(spec.Containers, st.Name), st)
+		b.probe(containerOfKind(b.pod, st.Name, podrules.RegularContainer), st)
 	}
 	for i := range s.InitContainerStatuses {
 		st := &s.InitContainerStatuses[i]
-		c := findContainer(spec.InitContainers, st.Name)
-		if isSidecar(c) {
+		c := containerOfKind(b.pod, st.Name, podrules.InitContainer)
+		if podrules.IsSidecar(c) {
 			b.probe(c, st)
 			continue
 		}
