@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -64,11 +63,16 @@ func main() {
 	if errors.Is(err, pflag.ErrHelp) {
 		os.Exit(0)
 	}
+	if errors.Is(err, config.ErrVersion) {
+		fmt.Println("Kubernetes", kubeVersion+"+nodelet")
+		os.Exit(0)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodelet: invalid configuration:", err)
 		os.Exit(1)
 	}
 	log := newLogger(cfg.Verbosity)
+	cfg.LogNotices(log)
 	if err := run(ctrl.SetupSignalHandler(), cfg, log); err != nil {
 		log.Error(err, "nodelet failed")
 		os.Exit(1)
@@ -270,7 +274,7 @@ func (a *agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	m := machine.Reader{FsPath: a.cfg.RootDir}
 	return server.New(server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
-		CertDir: filepath.Join(a.cfg.RootDir, "pki"), NodeName: a.cfg.NodeName,
+		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
 		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: a.nodePods(store),
 		Metrics: ctrlmetrics.Registry, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
 		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: clock.RealClock{},
@@ -482,7 +486,7 @@ func nodeReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, r
 		Client: mgr.GetClient(), Recorder: rec, Runtime: cri, Clock: clock.RealClock{},
 		Machine:  machine.Reader{FsPath: cfg.RootDir},
 		NodeName: cfg.NodeName, Hostname: cfg.Hostname, NodeIPs: ips,
-		Labels: cfg.NodeLabels, Taints: kc.RegisterWithTaints,
+		Labels: cfg.NodeLabels, Taints: kc.RegisterWithTaints, ProviderID: kc.ProviderID,
 		MaxPods: int64(kc.MaxPods), MaxImages: derefInt32(kc.NodeStatusMaxImages, 50), Port: kc.Port,
 		Reserved: reserved, HardEviction: hard,
 		KubeletVersion:           kubeVersion + "+nodelet",

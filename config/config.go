@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,11 +15,12 @@ import (
 
 // Config is nodelet's complete configuration.
 type Config struct {
-	// Kubelet is the --config file (or an empty one), kubelet-defaulted, with
-	// explicitly given flags applied over it.
+	// Kubelet is the --config file (or an empty one), kubelet-defaulted, with the --config-dir drop-ins
+	// merged over it and explicitly given flags applied over both.
 	Kubelet kubeletconfigv1beta1.KubeletConfiguration
 
 	ConfigFile       string // --config
+	ConfigDir        string // --config-dir
 	Kubeconfig       string // --kubeconfig; "" means standalone mode
 	HostnameOverride string // --hostname-override
 
@@ -30,11 +32,33 @@ type Config struct {
 	NodeIPs    []net.IP          // --node-ip
 	NodeLabels map[string]string // --node-labels
 	RootDir    string            // --root-dir
-	Verbosity  int               // -v / --v
+	// Verbosity is logging.verbosity (-v / --v, or the config file).
+	Verbosity int
+
+	// CloudProvider is --cloud-provider: "" or "external".
+	CloudProvider string
+	// Recorded for the node credential work (issue 12): TLS bootstrap, the lock file. CertDir also holds
+	// the self-signed serving certificate; "" means <root-dir>/pki.
+	BootstrapKubeconfig  string // --bootstrap-kubeconfig
+	CertDir              string // --cert-dir
+	LockFile             string // --lock-file
+	ExitOnLockContention bool   // --exit-on-lock-contention
 
 	// MetricsBindAddress is nodelet's own metrics listener; "0" disables it.
 	MetricsBindAddress string
+
+	// PrintVersion is --version: print the version and exit (Load returns ErrVersion).
+	PrintVersion bool
+
+	// Notices are what start-up reports once (LogNotices): settings and flags nodelet accepts but does
+	// not act on, and files decoded leniently.
+	Notices []Notice
 }
+
+// ErrVersion is returned by Load when --version asks for the version only.
+var ErrVersion = errors.New("version requested")
+
+const cloudProviderExternal = "external"
 
 // newConfig returns a Config holding every default, before any file or flag.
 func newConfig() *Config {
@@ -47,40 +71,86 @@ func newConfig() *Config {
 	return c
 }
 
-// Load parses args (without the program name), reads --config if given,
-// applies the explicitly given flags over the file, resolves the hostname
-// and validates. The kubelet's defaults are applied to the file before the
-// flags, as the kubelet does. On --help it prints usage to stdout and returns
-// pflag.ErrHelp.
+// Load parses args (without the program name), reads --config and the --config-dir drop-ins if given,
+// applies the explicitly given flags over them, resolves the hostname and validates, as the kubelet
+// does: defaults, then the file, then drop-ins in lexical order, then flags. Unknown fields in the files
+// are ignored with a notice; flags and fields nodelet does not act on are accepted with a notice. On
+// --help it prints usage to stdout and returns pflag.ErrHelp; on --version it returns ErrVersion.
 func Load(args []string) (*Config, error) {
 	return load(args, os.Stdout, os.Hostname)
 }
 
 func load(args []string, stdout io.Writer, hostname func() (string, error)) (*Config, error) {
-	// First pass: learn --config and reject bad flags, on a throwaway Config.
+	// First pass: learn --config and --config-dir and reject bad flags, on a throwaway Config.
 	probe := newConfig()
 	if err := parseFlags(NewFlagSet(probe), args, stdout); err != nil {
 		return nil, err
 	}
-	c := newConfig()
-	if probe.ConfigFile != "" {
-		kc, err := LoadFile(probe.ConfigFile)
-		if err != nil {
-			return nil, err
-		}
-		c.Kubelet = *kc
+	if probe.PrintVersion {
+		return nil, ErrVersion
 	}
-	// Second pass: only flags that are given write into the loaded config.
-	if err := parseFlags(NewFlagSet(c), args, stdout); err != nil {
+	c := newConfig()
+	docs, err := c.loadFiles(probe.ConfigFile, probe.ConfigDir)
+	if err != nil {
 		return nil, err
 	}
+	// Second pass: only flags that are given write into the loaded config.
+	fs := NewFlagSet(c)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return nil, err
+	}
+	c.Verbosity = int(c.Kubelet.Logging.Verbosity)
 	if err := c.resolveNodeName(hostname); err != nil {
 		return nil, err
 	}
 	if err := Validate(c); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
+	if err := c.collectNotices(fs, docs); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// loadFiles reads the config file and merges the drop-ins over it (or over the defaults).
+func (c *Config) loadFiles(file, dropInDir string) ([]configDoc, error) {
+	var docs []configDoc
+	if file != "" {
+		kc, doc, err := loadConfigFile(file)
+		if err != nil {
+			return nil, err
+		}
+		c.Kubelet, docs = *kc, append(docs, doc)
+	}
+	if dropInDir == "" {
+		return docs, nil
+	}
+	kc, dropIns, err := mergeDropIns(&c.Kubelet, dropInDir)
+	if err != nil {
+		return nil, err
+	}
+	c.Kubelet = *kc
+	return append(docs, dropIns...), nil
+}
+
+func (c *Config) collectNotices(fs *pflag.FlagSet, docs []configDoc) error {
+	c.Notices = docNotices(docs)
+	flags, reported := flagNotices(fs, c)
+	c.Notices = append(c.Notices, flags...)
+	fields, err := fieldNotices(&c.Kubelet, docs, reported)
+	if err != nil {
+		return err
+	}
+	c.Notices = append(c.Notices, fields...)
+	return nil
+}
+
+// CertDirectory is where the node's certificates live: --cert-dir, or <root-dir>/pki.
+func (c *Config) CertDirectory() string {
+	if c.CertDir != "" {
+		return c.CertDir
+	}
+	return filepath.Join(c.RootDir, "pki")
 }
 
 func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) error {

@@ -183,10 +183,9 @@ func TestLoadFileErrors(t *testing.T) {
 		content string
 		want    []string
 	}{
-		{"unknown field", header + "maxPodz: 3\n", []string{`unknown field "maxPodz"`}},
-		{"unknown nested field", header + "authentication:\n  x509:\n    clientCA: /x\n", []string{"authentication.x509.clientCA"}},
-		{"duplicate field yaml", header + "maxPods: 3\nmaxPods: 4\n", []string{`"maxPods"`}},
-		{"duplicate field json", `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","port":1,"port":2}`, []string{`duplicate field "port"`}},
+		{"malformed yaml", header + "maxPods: [3\n", []string{"decoding"}},
+		{"wrong type", header + "maxPods: many\n", []string{`"maxPods"`}},
+		{"wrong type beside unknown field", header + "maxPodz: 1\nport: high\n", []string{`"port"`}},
 		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n", []string{"KubeProxyConfiguration"}},
 		{"other registered kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: CredentialProviderConfig\n", []string{"CredentialProviderConfig", "want KubeletConfiguration"}},
 		{"wrong apiVersion", "apiVersion: kubelet.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n", []string{"kubelet.config.k8s.io/v1alpha1"}},
@@ -197,7 +196,7 @@ func TestLoadFileErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, t.TempDir(), "config.yaml", tc.content)
-			_, err := LoadFile(path)
+			_, _, err := LoadFile(path)
 			wantErrContains(t, err, tc.want...)
 			_, err = loadT("--config", path)
 			wantErrContains(t, err, tc.want...)
@@ -483,7 +482,6 @@ func TestFlagParsing(t *testing.T) {
 			func(c *Config) (any, any) {
 				return c.Kubelet.StaticPodURLHeader, map[string][]string{"a": {"hello"}, "b": {"again", "beautiful"}}
 			}},
-		{"pod infra image ignored", []string{"--pod-infra-container-image=registry.k8s.io/pause:3.10"}, func(c *Config) (any, any) { return c.Kubelet.MaxPods, int32(110) }},
 		{"anonymous-auth bare", []string{"--anonymous-auth"}, func(c *Config) (any, any) { return *c.Kubelet.Authentication.Anonymous.Enabled, true }},
 		{"token webhook off", []string{"--authentication-token-webhook=false"}, func(c *Config) (any, any) { return *c.Kubelet.Authentication.Webhook.Enabled, false }},
 		{"tls files", []string{"--tls-cert-file=a.crt", "--tls-private-key-file=a.key", "--client-ca-file=ca.crt"},
@@ -538,6 +536,17 @@ func TestFlagErrors(t *testing.T) {
 		{"bad cluster dns", []string{"--cluster-dns=dns"}, []string{"clusterDNS[0]"}},
 		{"bad metrics address", []string{"--metrics-bind-address=nope"}, []string{"--metrics-bind-address"}},
 		{"empty hostname override", []string{"--hostname-override= "}, []string{"hostname"}},
+		{"removed pod infra image", []string{"--pod-infra-container-image=registry.k8s.io/pause:3.10"}, []string{"--pod-infra-container-image", "v1.35"}},
+		{"removed network plugin", []string{"--network-plugin=cni"}, []string{"--network-plugin", "removed from the kubelet"}},
+		{"removed container runtime", []string{"--container-runtime", "remote"}, []string{"--container-runtime", "v1.27"}},
+		{"removed klog flag alone", []string{"--logtostderr"}, []string{"--logtostderr", "v1.26"}},
+		{"in-tree cloud provider", []string{"--cloud-provider=aws"}, []string{"--cloud-provider", "aws"}},
+		{"lock contention without lock file", []string{"--exit-on-lock-contention"}, []string{"--lock-file"}},
+		{"bad feature gate value", []string{"--feature-gates=Foo=maybe"}, []string{"--feature-gates", "Foo"}},
+		{"feature gate without value", []string{"--feature-gates=Foo"}, []string{"--feature-gates"}},
+		{"bad reserved memory", []string{"--reserved-memory=memory=1Gi"}, []string{"--reserved-memory"}},
+		{"bad logging format", []string{"--logging-format=xml"}, []string{"logging.format", "xml"}},
+		{"negative verbosity", []string{"--v=-1"}, []string{"-v"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -668,7 +677,7 @@ authentication:
 resolvConf: resolv.conf
 volumePluginDir: /abs/plugins
 `)
-	kc, err := LoadFile(path)
+	kc, _, err := LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,10 +751,13 @@ func TestHelp(t *testing.T) {
 			if !errors.Is(err, pflag.ErrHelp) {
 				t.Fatalf("err = %v, want pflag.ErrHelp", err)
 			}
-			for _, want := range []string{"--config", "--node-ip", "--container-runtime-endpoint", "--pod-infra-container-image", "Ignored", "10250"} {
+			for _, want := range []string{"--config", "--config-dir", "--node-ip", "--container-runtime-endpoint", "--provider-id", "--feature-gates", "--bootstrap-kubeconfig", "10250"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("usage does not mention %q", want)
 				}
+			}
+			if strings.Contains(out.String(), "--pod-infra-container-image") {
+				t.Error("usage lists a flag the kubelet removed")
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,48 +12,72 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// codecs decodes kubelet.config.k8s.io/v1beta1 documents (YAML or JSON)
-// strictly: unknown and duplicate fields are errors, as in the kubelet.
-var codecs = newCodecs()
+// strictCodecs decode kubelet.config.k8s.io/v1beta1 documents (YAML or JSON) strictly: unknown and
+// duplicate fields are errors. lenientCodecs accept them, as the kubelet's fallback does.
+var (
+	strictCodecs  = newCodecs(serializer.EnableStrict)
+	lenientCodecs = newCodecs()
+)
 
-func newCodecs() serializer.CodecFactory {
+func newCodecs(mutators ...serializer.CodecFactoryOptionsMutator) serializer.CodecFactory {
 	scheme := runtime.NewScheme()
 	if err := kubeletconfigv1beta1.AddToScheme(scheme); err != nil {
 		panic(fmt.Sprintf("registering kubelet config types: %v", err))
 	}
-	return serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+	return serializer.NewCodecFactory(scheme, mutators...)
 }
 
-// LoadFile reads a KubeletConfiguration file, decodes it strictly, resolves
-// relative paths against the file's directory and applies the kubelet's
-// defaults. Flags are not considered.
-func LoadFile(path string) (*kubeletconfigv1beta1.KubeletConfiguration, error) {
+// LoadFile reads a KubeletConfiguration file, decodes it as the kubelet does (see Decode), resolves
+// relative paths against the file's directory and applies the kubelet's defaults. Flags and drop-ins are
+// not considered. The warnings say what lenient decoding ignored.
+func LoadFile(path string) (*kubeletconfigv1beta1.KubeletConfiguration, []string, error) {
+	kc, doc, err := loadConfigFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kc, doc.warnings, nil
+}
+
+func loadConfigFile(path string) (*kubeletconfigv1beta1.KubeletConfiguration, configDoc, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet config file %q: %w", path, err)
+		return nil, configDoc{}, fmt.Errorf("kubelet config file %q: %w", path, err)
 	}
-	data, err := os.ReadFile(abs)
+	kc, doc, err := readDoc(abs)
 	if err != nil {
-		return nil, fmt.Errorf("reading kubelet config file: %w", err)
-	}
-	kc, err := Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet config file %q: %w", path, err)
+		return nil, configDoc{}, err
 	}
 	resolveRelativePaths(kc, filepath.Dir(abs))
 	SetDefaults(kc)
-	return kc, nil
+	return kc, doc, nil
 }
 
-// Decode strictly decodes one serialized KubeletConfiguration without
-// defaulting it.
-func Decode(data []byte) (*kubeletconfigv1beta1.KubeletConfiguration, error) {
+// Decode decodes one serialized KubeletConfiguration without defaulting it, as the kubelet does: strictly
+// first and, when only strictness fails (an unknown or duplicate field), leniently — the unknown field is
+// ignored and the strict error comes back as a warning. Malformed YAML or JSON, a value of the wrong type
+// and a wrong apiVersion or kind are errors; a type error names its field.
+func Decode(data []byte) (*kubeletconfigv1beta1.KubeletConfiguration, []string, error) {
 	if len(data) == 0 {
-		return nil, errors.New("file is empty")
+		return nil, nil, errors.New("file is empty")
 	}
+	kc, err := decodeWith(strictCodecs, data)
+	if err == nil || !runtime.IsStrictDecodingError(err) {
+		return kc, nil, err
+	}
+	kc, lenientErr := decodeWith(lenientCodecs, data)
+	if lenientErr != nil {
+		return nil, nil, fmt.Errorf("failed lenient decoding: %w", err)
+	}
+	return kc, []string{err.Error()}, nil
+}
+
+func decodeWith(codecs serializer.CodecFactory, data []byte) (*kubeletconfigv1beta1.KubeletConfiguration, error) {
 	obj, gvk, err := codecs.UniversalDeserializer().Decode(data, nil, nil)
 	if err != nil {
-		if name := locateBadField(data); name != "" && !runtime.IsStrictDecodingError(err) {
+		if runtime.IsStrictDecodingError(err) {
+			return nil, err
+		}
+		if name := locateBadField(data); name != "" {
 			return nil, fmt.Errorf("decoding field %q: %w", name, err)
 		}
 		return nil, fmt.Errorf("decoding: %w", err)

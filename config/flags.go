@@ -3,15 +3,31 @@ package config
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
 
-// NewFlagSet returns nodelet's flag set (kubelet flag names) bound to c.
-// Each flag writes into c only when it is given, so flags override whatever
-// c already holds (the --config file) and absent flags leave it alone. The
-// defaults shown in usage are c's values at the time of the call.
+// Flag annotations: how a flag that nodelet accepts relates to what it does.
+const (
+	// annField names the KubeletConfiguration field (JSON path) a flag sets.
+	annField = "nodelet.io/field"
+	// annNoEffect says why a flag outside KubeletConfiguration has no effect on nodelet.
+	annNoEffect = "nodelet.io/no-effect"
+	// annNotYet names the issue that will implement a flag.
+	annNotYet = "nodelet.io/not-yet"
+)
+
+// issueNodeCredentials is the issue for TLS bootstrap, client certificate rotation and the lock file.
+const issueNodeCredentials = "12"
+
+// NewFlagSet returns nodelet's flag set — every flag of the kubelet v1.37 on Linux, plus nodelet's own
+// --metrics-bind-address — bound to c. Each flag writes into c only when it is given, so flags override
+// whatever c already holds (the --config file and its drop-ins) and absent flags leave it alone. The
+// defaults shown in usage are c's values at the time of the call. Flags the kubelet removed are rejected
+// with the reason, as the kubelet rejects them.
 func NewFlagSet(c *Config) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("nodelet", pflag.ContinueOnError)
 	fs.SetNormalizeFunc(wordSepNormalize)
@@ -20,10 +36,10 @@ func NewFlagSet(c *Config) *pflag.FlagSet {
 	}
 	addGeneralFlags(fs, c)
 	addNodeFlags(fs, c)
-	addRuntimeFlags(fs, c)
-	addServerFlags(fs, c)
-	addAuthFlags(fs, c)
-	addResourceFlags(fs, c)
+	addCredentialFlags(fs, c)
+	addNoEffectFlags(fs)
+	addRemovedFlags(fs)
+	addConfigFlags(fs, c)
 	return fs
 }
 
@@ -34,62 +50,104 @@ func wordSepNormalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 
 func addGeneralFlags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "Path to a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1). Relative paths inside it are resolved against its directory. Flags override values from this file.")
+	fs.StringVar(&c.ConfigDir, "config-dir", c.ConfigDir, "Directory of drop-in KubeletConfiguration files: every *.conf file in it and its subdirectories is merged over --config in lexical order. Flags override them.")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Path to a kubeconfig file for the API server. Omit it to run in standalone mode.")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "Directory path for managing kubelet files (volume mounts, etc).")
-	fs.IntVarP(&c.Verbosity, "v", "v", c.Verbosity, "Log level verbosity.")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "host:port for nodelet's own Prometheus metrics endpoint; \"0\" disables it.")
+	fs.Var(versionValue{p: &c.PrintVersion}, "version", "Print the version (the Kubernetes release whose behaviour nodelet follows) and exit.")
+	fs.Lookup("version").NoOptDefVal = "true"
 }
 
 func addNodeFlags(fs *pflag.FlagSet, c *Config) {
-	k := &c.Kubelet
 	fs.StringVar(&c.HostnameOverride, "hostname-override", c.HostnameOverride, "If non-empty, use this string as the node's name instead of the actual hostname.")
 	fs.Var(&nodeIPValue{p: &c.NodeIPs}, "node-ip", "IP address (or comma-separated dual-stack pair of IP addresses) of the node.")
 	fs.Var(&mapValue{p: &c.NodeLabels, sep: "=", merge: true}, "node-labels", "Labels to add when registering the node (key=value pairs separated by ','). Labels in the 'kubernetes.io' namespace must be in the set the kubelet may set on itself.")
-	fs.Var(&taintsValue{p: &k.RegisterWithTaints}, "register-with-taints", "Register the node with the given taints (comma separated \"<key>=<value>:<effect>\"). No-op if --register-node is false.")
-	boolPtrVar(fs, &k.RegisterNode, "register-node", "Register the node with the API server.")
-	fs.StringVar(&k.StaticPodPath, "pod-manifest-path", k.StaticPodPath, "Path to the directory containing static pod files, or to a single static pod file.")
-	fs.StringVar(&k.StaticPodURL, "manifest-url", k.StaticPodURL, "URL for accessing additional pod specifications to run.")
-	fs.Var(&multimapValue{p: &k.StaticPodURLHeader}, "manifest-url-header", "Comma-separated list of HTTP headers (name:value) to use when accessing --manifest-url. May be repeated.")
-	fs.DurationVar(&k.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", k.NodeStatusUpdateFrequency.Duration, "How often the node status is computed and posted.")
+	fs.StringVar(&c.CloudProvider, "cloud-provider", c.CloudProvider, "\"\" for no cloud provider or \"external\" (no effect on nodelet); in-tree providers are gone from the kubelet.")
 }
 
-func addRuntimeFlags(fs *pflag.FlagSet, c *Config) {
-	k := &c.Kubelet
-	fs.StringVar(&k.ContainerRuntimeEndpoint, "container-runtime-endpoint", k.ContainerRuntimeEndpoint, "The endpoint of the CRI runtime service, e.g. unix:///run/containerd/containerd.sock.")
-	fs.StringVar(&k.ImageServiceEndpoint, "image-service-endpoint", k.ImageServiceEndpoint, "The endpoint of the CRI image service. Defaults to --container-runtime-endpoint.")
-	fs.DurationVar(&k.RuntimeRequestTimeout.Duration, "runtime-request-timeout", k.RuntimeRequestTimeout.Duration, "Timeout of runtime requests except long-running ones (pull, logs, exec, attach).")
-	fs.StringVar(&k.CgroupDriver, "cgroup-driver", k.CgroupDriver, "Driver used to manipulate cgroups on the host: 'cgroupfs' or 'systemd'.")
-	boolPtrVar(fs, &k.FailSwapOn, "fail-swap-on", "Fail to start if swap is enabled on the node.")
-	var ignored string
-	fs.StringVar(&ignored, "pod-infra-container-image", "", "Ignored (accepted for compatibility with old kubelet command lines): the sandbox image is configured in the container runtime.")
+// addCredentialFlags: the node's credentials and the lock file. They are recorded for the TLS bootstrap
+// and lock file work; --cert-dir already holds the self-signed serving certificate.
+func addCredentialFlags(fs *pflag.FlagSet, c *Config) {
+	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "Path to a kubeconfig used to obtain the node's client certificate when --kubeconfig does not exist (not implemented yet).")
+	notYet(fs, "bootstrap-kubeconfig")
+	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "Directory of the node's certificates; the self-signed serving certificate is kept here when --tls-cert-file is not set (default <root-dir>/pki).")
+	notYet(fs, "cert-dir")
+	fs.StringVar(&c.LockFile, "lock-file", c.LockFile, "Path of a lock file shared with other kubelets on the node (not implemented yet).")
+	notYet(fs, "lock-file")
+	fs.BoolVar(&c.ExitOnLockContention, "exit-on-lock-contention", c.ExitOnLockContention, "Exit when another process wants the lock file (not implemented yet).")
+	notYet(fs, "exit-on-lock-contention")
 }
 
-func addServerFlags(fs *pflag.FlagSet, c *Config) {
-	k := &c.Kubelet
-	fs.Var(&ipStringValue{p: &k.Address}, "address", "The IP address to serve on (0.0.0.0 or :: for all interfaces).")
-	fs.Int32Var(&k.Port, "port", k.Port, "The port to serve on.")
-	fs.Var(&int32PtrValue{p: &k.HealthzPort}, "healthz-port", "The port of the localhost healthz endpoint (0 disables it).")
-	fs.Var(&ipStringValue{p: &k.HealthzBindAddress}, "healthz-bind-address", "The IP address for the healthz server.")
-	fs.StringSliceVar(&k.ClusterDNS, "cluster-dns", k.ClusterDNS, "Comma-separated list of DNS server IP addresses for pods with dnsPolicy=ClusterFirst.")
-	fs.StringVar(&k.ClusterDomain, "cluster-domain", k.ClusterDomain, "Domain for this cluster; added to containers' DNS search list.")
-	fs.StringVar(&k.TLSCertFile, "tls-cert-file", k.TLSCertFile, "File containing the x509 certificate for HTTPS (CA cert, if any, after the server cert).")
-	fs.StringVar(&k.TLSPrivateKeyFile, "tls-private-key-file", k.TLSPrivateKeyFile, "File containing the x509 private key matching --tls-cert-file.")
+// addNoEffectFlags accepts the kubelet's flags for features nodelet does not have; each one given is
+// reported once at start-up.
+func addNoEffectFlags(fs *pflag.FlagSet) {
+	var (
+		s string
+		b bool
+		i int32
+		d time.Duration
+	)
+	fs.StringVar(&s, "runtime-cgroups", "", "Cgroup to run the container runtime in (no effect on nodelet).")
+	noEffect(fs, "runtime-cgroups", "nodelet does not manage the runtime's cgroup")
+	fs.StringVar(&s, "image-credential-provider-config", "", "Credential provider plugin config (no effect on nodelet).")
+	noEffect(fs, "image-credential-provider-config", "nodelet has no image credential provider plugins")
+	fs.StringVar(&s, "image-credential-provider-bin-dir", "", "Credential provider plugin binaries (no effect on nodelet).")
+	noEffect(fs, "image-credential-provider-bin-dir", "nodelet has no image credential provider plugins")
+	fs.DurationVar(&d, "housekeeping-interval", 10*time.Second, "cAdvisor housekeeping interval (no effect on nodelet).")
+	noEffect(fs, "housekeeping-interval", "nodelet has no cAdvisor")
+	const deprecated = "deprecated kubelet flag for a feature nodelet does not have"
+	fs.DurationVar(&d, "minimum-container-ttl-duration", 0, "Deprecated in the kubelet (no effect on nodelet).")
+	fs.Int32Var(&i, "maximum-dead-containers-per-container", 1, "Deprecated in the kubelet (no effect on nodelet).")
+	fs.Int32Var(&i, "maximum-dead-containers", -1, "Deprecated in the kubelet (no effect on nodelet).")
+	fs.StringVar(&s, "experimental-mounter-path", "", "Deprecated in the kubelet (no effect on nodelet).")
+	fs.BoolVar(&b, "experimental-allocatable-ignore-eviction", false, "Deprecated in the kubelet (no effect on nodelet).")
+	for _, name := range []string{"minimum-container-ttl-duration", "maximum-dead-containers-per-container",
+		"maximum-dead-containers", "experimental-mounter-path", "experimental-allocatable-ignore-eviction"} {
+		noEffect(fs, name, deprecated)
+	}
 }
 
-func addAuthFlags(fs *pflag.FlagSet, c *Config) {
-	k := &c.Kubelet
-	fs.StringVar(&k.Authentication.X509.ClientCAFile, "client-ca-file", k.Authentication.X509.ClientCAFile, "CA bundle used to authenticate client certificates.")
-	boolPtrVar(fs, &k.Authentication.Anonymous.Enabled, "anonymous-auth", "Allow anonymous requests to the server.")
-	boolPtrVar(fs, &k.Authentication.Webhook.Enabled, "authentication-token-webhook", "Use the TokenReview API to authenticate bearer tokens.")
-	fs.StringVar((*string)(&k.Authorization.Mode), "authorization-mode", string(k.Authorization.Mode), "Authorization mode for the server: AlwaysAllow or Webhook.")
+// removedFlags are flags older kubelets had and kubelet v1.37 rejects, with the release that removed them.
+var removedFlags = map[string]string{
+	"pod-infra-container-image":              "v1.35 (the sandbox image is configured in the container runtime)",
+	"container-runtime":                      "v1.27 (only remote CRI runtimes remain: use --container-runtime-endpoint)",
+	"network-plugin":                         "v1.24 (networking is the CRI runtime's CNI configuration)",
+	"network-plugin-mtu":                     "v1.24 (networking is the CRI runtime's CNI configuration)",
+	"cni-bin-dir":                            "v1.24 (networking is the CRI runtime's CNI configuration)",
+	"cni-conf-dir":                           "v1.24 (networking is the CRI runtime's CNI configuration)",
+	"cni-cache-dir":                          "v1.24 (networking is the CRI runtime's CNI configuration)",
+	"docker-endpoint":                        "v1.24 (dockershim was removed)",
+	"image-pull-progress-deadline":           "v1.24 (dockershim was removed)",
+	"experimental-dockershim-root-directory": "v1.24 (dockershim was removed)",
+	"logtostderr":                            "v1.26 (klog flags were removed from Kubernetes components)",
+	"alsologtostderr":                        "v1.26 (klog flags were removed from Kubernetes components)",
+	"log-dir":                                "v1.26 (klog flags were removed from Kubernetes components)",
+	"log-file":                               "v1.26 (klog flags were removed from Kubernetes components)",
+	"log-file-max-size":                      "v1.26 (klog flags were removed from Kubernetes components)",
+	"skip-headers":                           "v1.26 (klog flags were removed from Kubernetes components)",
+	"skip-log-headers":                       "v1.26 (klog flags were removed from Kubernetes components)",
+	"add-dir-header":                         "v1.26 (klog flags were removed from Kubernetes components)",
+	"one-output":                             "v1.26 (klog flags were removed from Kubernetes components)",
+	"stderrthreshold":                        "v1.26 (klog flags were removed from Kubernetes components)",
 }
 
-func addResourceFlags(fs *pflag.FlagSet, c *Config) {
-	k := &c.Kubelet
-	fs.Int32Var(&k.MaxPods, "max-pods", k.MaxPods, "Number of pods that can run on this node.")
-	fs.Var(&mapValue{p: &k.EvictionHard, sep: "<"}, "eviction-hard", "Hard eviction thresholds (e.g. memory.available<1Gi,nodefs.available<10%).")
-	fs.Var(&mapValue{p: &k.SystemReserved, sep: "="}, "system-reserved", "Resources reserved for non-kubernetes components (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000).")
-	fs.Var(&mapValue{p: &k.KubeReserved, sep: "="}, "kube-reserved", "Resources reserved for kubernetes system components (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000).")
+// addRemovedFlags registers the removed flags, hidden, so that using one fails with the reason rather than
+// "unknown flag".
+func addRemovedFlags(fs *pflag.FlagSet) {
+	for name, when := range removedFlags {
+		fs.Var(removedValue{why: "flag removed from the kubelet in " + when + "; kubelet v1.37 rejects it"}, name, "")
+		f := fs.Lookup(name)
+		f.Hidden = true
+		f.NoOptDefVal = "true" // "--logtostderr" alone must reach Set too
+	}
+}
+
+func noEffect(fs *pflag.FlagSet, name, why string) {
+	_ = fs.SetAnnotation(name, annNoEffect, []string{why})
+}
+
+func notYet(fs *pflag.FlagSet, name string) {
+	_ = fs.SetAnnotation(name, annNotYet, []string{issueNodeCredentials})
 }
 
 // nodeIPValue parses --node-ip; family rules are checked by Validate.
@@ -121,6 +179,6 @@ func (v *nodeIPValue) Type() string { return "ips" }
 
 // boolPtrVar registers a flag for a *bool field; "--name" alone means true.
 func boolPtrVar(fs *pflag.FlagSet, p **bool, name, usage string) {
-	fs.Var(&boolPtrValue{p: p}, name, usage)
+	fs.Var(&ptrValue[bool]{p: p, parse: strconv.ParseBool, typ: "bool"}, name, usage)
 	fs.Lookup(name).NoOptDefVal = "true"
 }

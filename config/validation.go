@@ -27,8 +27,9 @@ func Validate(c *Config) error {
 	if c.RootDir == "" {
 		errs = append(errs, field.Required(field.NewPath("--root-dir"), "must not be empty"))
 	}
-	if c.Verbosity < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("--v"), c.Verbosity, "must not be negative"))
+	errs = append(errs, validateEnum(c.CloudProvider, field.NewPath("--cloud-provider"), "", cloudProviderExternal)...)
+	if c.ExitOnLockContention && c.LockFile == "" {
+		errs = append(errs, field.Required(field.NewPath("--lock-file"), "--exit-on-lock-contention needs a lock file"))
 	}
 	return errs.ToAggregate()
 }
@@ -44,6 +45,7 @@ func ValidateKubelet(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorLi
 	errs = append(errs, validateReserved(k.SystemReserved, field.NewPath("systemReserved"))...)
 	errs = append(errs, validateReserved(k.KubeReserved, field.NewPath("kubeReserved"))...)
 	errs = append(errs, validateImageGC(k)...)
+	errs = append(errs, validateEnum(k.Logging.Format, field.NewPath("logging", "format"), "text", "json")...)
 	for i, t := range k.RegisterWithTaints {
 		errs = append(errs, validateTaint(t, field.NewPath("registerWithTaints").Index(i))...)
 	}

@@ -64,6 +64,7 @@ type NodeReconciler struct {
 	NodeIPs        []net.IP
 	Labels         map[string]string // from --node-labels
 	Taints         []corev1.Taint    // registerWithTaints
+	ProviderID     string            // providerID (--provider-id): spec.providerID at registration
 	Annotations    map[string]string
 	MaxPods        int64
 	MaxImages      int32
@@ -164,7 +165,7 @@ func (r *NodeReconciler) initialNode() *corev1.Node {
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: r.NodeName, Labels: labels, Annotations: annotations},
-		Spec:       corev1.NodeSpec{Taints: append([]corev1.Taint(nil), r.Taints...)},
+		Spec:       corev1.NodeSpec{Taints: append([]corev1.Taint(nil), r.Taints...), ProviderID: r.ProviderID},
 	}
 }
 

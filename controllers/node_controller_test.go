@@ -103,7 +103,7 @@ var _ = Describe("Node reconciler", func() {
 			NodeName: nodeName, Hostname: nodeName, NodeIPs: []net.IP{net.ParseIP("192.0.2.10")},
 			Labels:  map[string]string{"node.kubernetes.io/pool": "blue"},
 			Taints:  []corev1.Taint{{Key: "example.com/dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}},
-			MaxPods: 110, MaxImages: 50, Port: 10250,
+			MaxPods: 110, MaxImages: 50, Port: 10250, ProviderID: "kind://docker/kind/" + nodeName,
 			Reserved:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 			HardEviction:    hard,
 			KubeletVersion:  "v1.37.1+nodelet",
@@ -121,6 +121,7 @@ var _ = Describe("Node reconciler", func() {
 			g.Expect(n.Labels).To(HaveKey(corev1.LabelArchStable))
 			g.Expect(n.Labels).To(HaveKeyWithValue("node.kubernetes.io/pool", "blue"))
 			g.Expect(n.Spec.Taints).To(ContainElement(HaveField("Key", "example.com/dedicated")))
+			g.Expect(n.Spec.ProviderID).To(Equal("kind://docker/kind/" + nodeName))
 			g.Expect(n.Status.Addresses).To(ConsistOf(
 				corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.10"},
 				corev1.NodeAddress{Type: corev1.NodeHostName, Address: nodeName}))
