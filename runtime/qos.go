@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/podrules"
@@ -88,15 +86,9 @@ func resourceQOS(r *corev1.ResourceRequirements, name corev1.ResourceName) corev
 	}
 }
 
-// isSupportedPodLevelResource: cpu, memory and hugepages can be set at pod level.
-func isSupportedPodLevelResource(name corev1.ResourceName) bool {
-	return name == corev1.ResourceCPU || name == corev1.ResourceMemory ||
-		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
-}
-
 func hasSupportedPodLevelResource(l corev1.ResourceList) bool {
 	for name := range l {
-		if isSupportedPodLevelResource(name) {
+		if podrules.IsSupportedPodLevelResource(name) {
 			return true
 		}
 	}
@@ -112,11 +104,6 @@ func isPodLevelResourcesSet(pod *corev1.Pod) bool {
 // isPodLevelRequestsSet tells whether spec.resources.requests sets a supported resource.
 func isPodLevelRequestsSet(pod *corev1.Pod) bool {
 	return pod.Spec.Resources != nil && hasSupportedPodLevelResource(pod.Spec.Resources.Requests)
-}
-
-// isPodLevelLimitsSet tells whether spec.resources.limits sets a supported resource.
-func isPodLevelLimitsSet(pod *corev1.Pod) bool {
-	return pod.Spec.Resources != nil && hasSupportedPodLevelResource(pod.Spec.Resources.Limits)
 }
 
 // isCriticalPod: static and mirror pods, and pods at system-critical priority or above.
@@ -258,7 +245,7 @@ func podLimits(pod *corev1.Pod) corev1.ResourceList {
 
 func applyPodLevelResources(dst, podLevel corev1.ResourceList) {
 	for name, q := range podLevel {
-		if isSupportedPodLevelResource(name) {
+		if podrules.IsSupportedPodLevelResource(name) {
 			dst[name] = q.DeepCopy()
 		}
 	}
