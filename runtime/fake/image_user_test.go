@@ -52,3 +52,22 @@ func TestImageUserAppliesToLaterPulls(t *testing.T) {
 		t.Fatalf("ImageStatus = %v, %v; want Uid 1234", st, err)
 	}
 }
+
+func TestContainerConfig(t *testing.T) {
+	e := start(t)
+	if e.rt.ContainerConfig("missing") != nil {
+		t.Fatal("ContainerConfig of an unknown container is not nil")
+	}
+	sb := e.runSandbox(t, "web", nil)
+	cfg := containerConfig("app", nil)
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+		RunAsUser: &runtimeapi.Int64Value{Value: 1234}}}
+	resp, err := e.rc.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.rt.ContainerConfig(resp.GetContainerId())
+	if got.GetLinux().GetSecurityContext().GetRunAsUser().GetValue() != 1234 || got.GetMetadata().GetName() != "app" {
+		t.Fatalf("ContainerConfig = %v", got)
+	}
+}

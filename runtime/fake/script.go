@@ -238,6 +238,18 @@ func (r *Runtime) Containers() []*runtimeapi.Container {
 	return r.listContainersLocked(nil)
 }
 
+// ContainerConfig returns a deep copy of the config the container was created with, or nil for an
+// unknown container.
+func (r *Runtime) ContainerConfig(id string) *runtimeapi.ContainerConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil
+	}
+	return proto.CloneOf(c.config)
+}
+
 // EventSubscribers returns the number of open GetContainerEvents streams, so
 // tests can wait for a subscription before causing events.
 func (r *Runtime) EventSubscribers() int {
