@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -44,31 +45,43 @@ type podActions struct {
 	initialized bool
 	// done: nothing runs and nothing will run again (restart policy): the pod's phase is terminal.
 	done bool
+	// reset: a RestartAllContainers rule fired: every init and regular container is stopped at once and
+	// removed (those whose exit fired the rule last), and the pod starts over in its sandbox.
+	reset []resetAction
 }
 
-// computePodActions decides the next step for a syncing pod.
-func computePodActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults) podActions {
+// computePodActions decides the next step for a syncing pod. restartAll is the pod's
+// AllContainersRestarting condition (a RestartAllContainers rule fired): the containers are then reset.
+// Like the kubelet, init containers are looked up in the current sandbox only, regular containers in
+// every sandbox of the pod (their newest attempt).
+func computePodActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, restartAll bool) podActions {
 	var a podActions
 	sb := st.ReadySandbox()
 	if sb == nil {
-		return sandboxActions(pod, st)
+		return sandboxActions(pod, st, restartAll)
+	}
+	if restartAll {
+		a.reset = resetActions(pod, st)
+		return a
 	}
 	current := containersIn(st, sb.Id)
 	a.initialized = initActions(pod, current, probes, &a)
 	if !a.initialized {
 		return a
 	}
-	regularActions(pod, current, probes, &a)
-	a.done = !anyRegularAction(a) && !anyRegularRunning(pod, current)
+	regularActions(pod, st, probes, &a)
+	a.done = !anyRegularAction(a) && !anyRegularRunning(pod, st)
 	if a.done {
 		a.start = nil // sidecars are not restarted once the pod's work is done
 	}
 	return a
 }
 
-// sandboxActions: no ready sandbox. Running containers are stopped first; then a sandbox is created
-// unless the pod ran before and its restart policy says it must not start again.
-func sandboxActions(pod *corev1.Pod, st *runtime.PodStatus) podActions {
+// sandboxActions: no ready sandbox. Running containers are stopped first; then, as the kubelet does, a
+// sandbox is created unless the pod ran before under restartPolicy Never (whatever its containers' own
+// policies), or every regular container ran and none is to run again (the succeeded ones of OnFailure
+// containers are not). A pod restarting all its containers always gets its sandbox.
+func sandboxActions(pod *corev1.Pod, st *runtime.PodStatus, restartAll bool) podActions {
 	var a podActions
 	for _, c := range st.Containers {
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -81,13 +94,58 @@ func sandboxActions(pod *corev1.Pod, st *runtime.PodStatus) podActions {
 	}
 	if len(st.Sandboxes) > 0 {
 		a.sandboxAttempt = st.Sandboxes[0].GetMetadata().GetAttempt() + 1
-		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(st.Containers) > 0 {
-			a.done = true
-			a.initialized = true
-			return a
-		}
+	}
+	switch {
+	case restartAll:
+	case len(st.Sandboxes) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(st.Containers) > 0,
+		!anyRegularToStart(pod, st) && anyRegularCreated(pod, st):
+		return withoutSandbox(pod, st, a.sandboxAttempt)
 	}
 	a.createSandbox = true
+	return a
+}
+
+// anyRegularToStart: a new sandbox would start some regular container: all but those that succeeded
+// under an OnFailure policy (the container's if set, else the pod's).
+func anyRegularToStart(pod *corev1.Pod, st *runtime.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		runOnce := pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure
+		if c.RestartPolicy != nil {
+			runOnce = *c.RestartPolicy == corev1.ContainerRestartPolicyOnFailure
+		}
+		last := st.FindContainer(c.Name)
+		succeeded := last != nil && last.State == runtimeapi.ContainerState_CONTAINER_EXITED && last.ExitCode == 0
+		if !runOnce || !succeeded {
+			return true
+		}
+	}
+	return false
+}
+
+// anyRegularCreated: some regular container was created in any sandbox (so the pod was initialized).
+func anyRegularCreated(pod *corev1.Pod, st *runtime.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		if c := st.FindContainer(pod.Spec.Containers[i].Name); c != nil && c.State != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutSandbox: the kubelet neither creates a sandbox nor starts anything; the pod's phase decides what
+// happens next. The pod is done when that phase is terminal: every regular container exited and none
+// restarts after its exit. Otherwise it stays as it is, as it does under the kubelet.
+func withoutSandbox(pod *corev1.Pod, st *runtime.PodStatus, attempt uint32) podActions {
+	a := podActions{sandboxAttempt: attempt, initialized: true, done: true}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		last := st.FindContainer(c.Name)
+		if last == nil || last.State != runtimeapi.ContainerState_CONTAINER_EXITED ||
+			podrules.ShouldContainerBeRestarted(pod, c, last.Attempt()) {
+			a.done = false
+		}
+	}
 	return a
 }
 
@@ -108,8 +166,8 @@ func initActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, a 
 		// Initialized earlier in this sandbox: only keep the sidecars running.
 		for i := range pod.Spec.InitContainers {
 			c := &pod.Spec.InitContainers[i]
-			if isSidecar(c) {
-				keepRunning(c, runtime.KindSidecar, st.FindContainer(c.Name), corev1.RestartPolicyAlways, probes, a)
+			if podrules.IsSidecar(c) {
+				keepRunning(pod, c, runtime.KindSidecar, st.FindContainer(c.Name), probes, a)
 			}
 		}
 		return true
@@ -117,30 +175,51 @@ func initActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, a 
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		last := st.FindContainer(c.Name)
-		if isSidecar(c) {
+		if podrules.IsSidecar(c) {
 			if !sidecarReady(c, last, probes, a) {
 				return false
 			}
 			continue
 		}
-		switch {
-		case last == nil:
-			a.start = append(a.start, startAction{container: c, kind: runtime.KindInit})
-			return false
-		case last.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
-			return false
-		case last.State == runtimeapi.ContainerState_CONTAINER_EXITED && last.ExitCode == 0:
+		if succeeded(last) {
 			continue
-		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever && last.State == runtimeapi.ContainerState_CONTAINER_EXITED:
-			a.done = true // an init container failed and may not run again: the pod failed
-			return false
-		default:
-			a.start = append(a.start, restartOf(c, runtime.KindInit, last))
-			return false
 		}
+		nextInitAction(pod, c, last, a)
+		return false
 	}
 	return true
 }
+
+// nextInitAction (re)starts an init container that has not succeeded, or waits for it while it runs.
+// A failed one restarts as its restart policy (rules, then its own policy, then the pod's) says after
+// its exit; one in an unknown state as its policy or the pod's says. One that does not restart has
+// failed the pod: it is done.
+func nextInitAction(pod *corev1.Pod, c *corev1.Container, last *runtime.ContainerStatus, a *podActions) {
+	restart := true
+	switch last.Attempt().State {
+	case podrules.AttemptRunning:
+		return
+	case podrules.AttemptExited:
+		restart = podrules.ShouldContainerBeRestarted(pod, c, last.Attempt())
+	case podrules.AttemptUnknown:
+		restart = podrules.RestartsAfterKill(c, &pod.Spec)
+	}
+	if !restart {
+		a.done = true
+		return
+	}
+	a.start = append(a.start, restartOf(c, runtime.KindInit, last))
+}
+
+// succeeded: an init container's newest attempt exited 0 and was not OOM-killed (the kubelet's
+// isInitContainerFailed counts an OOM kill as a failure whatever the exit code).
+func succeeded(last *runtime.ContainerStatus) bool {
+	return last != nil && last.State == runtimeapi.ContainerState_CONTAINER_EXITED && last.ExitCode == 0 &&
+		last.Reason != reasonOOMKilled
+}
+
+// reasonOOMKilled is the runtime's reason for a container the kernel killed for memory.
+const reasonOOMKilled = "OOMKilled"
 
 // sidecarReady keeps a sidecar running (starting or restarting it as needed) and reports whether it
 // has started, so the next init container may run.
@@ -167,11 +246,11 @@ func regularStarted(pod *corev1.Pod, st *runtime.PodStatus) bool {
 }
 
 // regularActions starts containers that never ran or must restart, and stops those whose definition
-// changed.
+// changed or whose liveness probe failed.
 func regularActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResults, a *podActions) {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		keepRunning(c, runtime.KindRegular, st.FindContainer(c.Name), pod.Spec.RestartPolicy, probes, a)
+		keepRunning(pod, c, runtime.KindRegular, st.FindContainer(c.Name), probes, a)
 	}
 }
 
@@ -190,35 +269,23 @@ func started(probes probeResults, c *runtime.ContainerStatus) bool {
 	return ok
 }
 
-// keepRunning decides for one container given its latest attempt and restart policy.
-func keepRunning(c *corev1.Container, kind runtime.ContainerKind, last *runtime.ContainerStatus, policy corev1.RestartPolicy, probes probeResults, a *podActions) {
+// keepRunning decides for one container (regular, or a sidecar of an initialized pod) given its newest
+// attempt: the kubelet's restart decision for one that does not run (podrules.ShouldContainerBeRestarted:
+// restart rules, then the container's restartPolicy, then the pod's), a kill for one that runs with a
+// changed definition or a failed liveness probe.
+func keepRunning(pod *corev1.Pod, c *corev1.Container, kind runtime.ContainerKind, last *runtime.ContainerStatus, probes probeResults, a *podActions) {
 	switch {
-	case last == nil:
-		a.start = append(a.start, startAction{container: c, kind: kind})
-	case last.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
-		if last.Hash != 0 && last.Hash != runtime.HashContainer(c) {
-			a.kill = append(a.kill, killAction{container: last,
-				message: "Container " + c.Name + " definition changed, will be restarted"})
-		} else if failed, msg, grace := livenessFailed(probes, last); failed {
+	case last == nil || last.State != runtimeapi.ContainerState_CONTAINER_RUNNING:
+		if podrules.ShouldContainerBeRestarted(pod, c, last.Attempt()) {
+			a.start = append(a.start, restartOf(c, kind, last))
+		}
+	case last.Hash != 0 && last.Hash != runtime.HashContainer(c):
+		a.kill = append(a.kill, killAction{container: last,
+			message: "Container " + c.Name + " definition changed, will be restarted"})
+	default:
+		if failed, msg, grace := livenessFailed(probes, last); failed {
 			a.kill = append(a.kill, killAction{container: last, message: msg, grace: grace})
 		}
-	case shouldRestart(policy, last):
-		a.start = append(a.start, restartOf(c, kind, last))
-	}
-}
-
-// shouldRestart applies the restart policy to a container that is not running.
-func shouldRestart(policy corev1.RestartPolicy, last *runtime.ContainerStatus) bool {
-	if last.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-		return true // created but never started, or unknown: start it (again)
-	}
-	switch policy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return last.ExitCode != 0
-	default:
-		return true
 	}
 }
 

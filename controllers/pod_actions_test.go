@@ -123,7 +123,7 @@ func TestComputePodActions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &runtime.PodStatus{UID: "uid", Sandboxes: tt.sandboxes, Containers: tt.containers}
-			a := computePodActions(tt.pod, st, nil)
+			a := computePodActions(tt.pod, st, nil, false)
 			if a.createSandbox != tt.wantSandbox {
 				t.Errorf("createSandbox = %v, want %v", a.createSandbox, tt.wantSandbox)
 			}

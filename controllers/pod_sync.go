@@ -21,7 +21,8 @@ import (
 func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
 	var res result
 	r.syncProbes(pod, st)
-	acts := computePodActions(pod, st, r.probeResults())
+	restartAll := r.restartingAllContainers(w, pod, st)
+	acts := computePodActions(pod, st, r.probeResults(), restartAll)
 	if acts.killPod {
 		r.Recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
@@ -43,7 +44,12 @@ func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.P
 		if st, err = r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
 			return res, err
 		}
-		acts = computePodActions(pod, st, r.probeResults())
+		acts = computePodActions(pod, st, r.probeResults(), restartAll)
+	}
+	if len(acts.reset) > 0 {
+		err := r.resetPod(ctx, w, pod, acts.reset)
+		wr, werr := r.writeStatus(ctx, w, pod, st)
+		return wr, errors.Join(err, werr)
 	}
 	if len(acts.kill) > 0 {
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
@@ -150,6 +156,10 @@ func formatPod(pod *corev1.Pod) string {
 func (r *PodReconciler) startContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, st *runtime.PodStatus, s startAction) result {
 	c := s.container
+	if s.lastExit == nil && s.restartCount == 0 {
+		// The runtime holds no attempt of it: count the attempts by their logs, as the kubelet does.
+		s.restartCount = restartCountFromLogs(r.containerLogDir(pod, c.Name))
+	}
 	if s.lastExit != nil {
 		key := backoffKey(pod, c)
 		if wait := r.crash.InBackOffSince(key, s.lastExit.FinishedAt); wait > 0 {
