@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -200,7 +201,9 @@ func (r *PodReconciler) init() {
 }
 
 // podSpecChanged passes creations, deletions and updates that change what should run (spec generation,
-// deletion timestamp or grace period, labels, annotations), not status-only updates.
+// deletion timestamp or grace period, labels, annotations), not status-only updates — except one that
+// leaves the pod's Ready condition out of step with its readiness gates (a gate's condition set through
+// pods/status), on which the kubelet syncs the pod too. The agent's own status writes pass neither test.
 func podSpecChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -209,9 +212,15 @@ func podSpecChanged() predicate.Predicate {
 				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 				!equalInt64Ptr(o.GetDeletionGracePeriodSeconds(), n.GetDeletionGracePeriodSeconds()) ||
 				!equalMaps(o.GetLabels(), n.GetLabels()) || !equalMaps(o.GetAnnotations(), n.GetAnnotations()) ||
-				terminalPhase(o) != terminalPhase(n)
+				terminalPhase(o) != terminalPhase(n) || readinessOutOfStep(n)
 		},
 	}
+}
+
+// readinessOutOfStep: the pod's Ready condition no longer matches its readiness gates' conditions.
+func readinessOutOfStep(o any) bool {
+	p, ok := o.(*corev1.Pod)
+	return ok && podstatus.NeedsReadinessSync(p)
 }
 
 func terminalPhase(o any) bool {

@@ -40,9 +40,12 @@ func (r *PodReconciler) waitingSnapshot(w *podWorker) map[string]podstatus.Waiti
 	return out
 }
 
-// computeStatus is the status the pod has now, from the runtime state just read.
-func (r *PodReconciler) computeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) corev1.PodStatus {
+// computeStatus is the status the pod has now, from the runtime state just read. It builds on the status
+// last computed (the kubelet's status manager cache); api is the status the API holds, whose conditions
+// owned by others (readiness gates) it keeps.
+func (r *PodReconciler) computeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, api *corev1.PodStatus, st *runtime.PodStatus) corev1.PodStatus {
 	in := podstatus.Input{
+		API: api,
 		Pod: pod, Runtime: st, Waiting: r.waitingSnapshot(w), HostIPs: r.HostIPs, Override: w.override,
 		Terminating: w.state >= terminating, Terminated: w.state == terminated,
 		RuntimeName: r.runtimeName(ctx), Now: r.Clock.Now(),
@@ -66,25 +69,32 @@ func (r *PodReconciler) computeStatus(ctx context.Context, w *podWorker, pod *co
 func terminationLogPath(c *runtime.ContainerStatus) string { return c.TerminationLogHostPath }
 
 // writeStatus computes the pod's status and writes it when it differs from what the API holds. The base
-// of the patch is the status this agent last wrote to that object (the agent is the only writer of a
-// pod's status), else the cached one. The patch carries the object's UID as a precondition, so a status
-// never lands on a newer pod of the same name; it is a status-only write, which the pod watch ignores.
-// A static pod's status goes to its mirror pod, when there is one.
+// of the patch is the status this agent last wrote to that object, else the cached one. Only what the
+// agent owns is compared and patched: conditions others own (readiness gates) are never in the patch, so
+// a user's or a controller's condition is never overwritten with a stale copy. The patch carries the
+// object's UID as a precondition, so a status never lands on a newer pod of the same name; it is a
+// status-only write, which the pod watch ignores. A static pod's status goes to its mirror pod, when there
+// is one.
 func (r *PodReconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
-	status := r.computeStatus(ctx, w, pod, st)
-	w.lastStatus = &status
 	target := r.statusTarget(ctx, pod)
+	api := &pod.Status
+	if target != nil {
+		api = &target.Status
+	}
+	status := r.computeStatus(ctx, w, pod, api, st)
+	w.lastStatus = &status
 	if target == nil {
 		return result{}, nil
 	}
-	base := target.Status
+	base := podstatus.Owned(&target.Status)
 	if w.written != nil && w.writtenUID == target.UID {
-		base = *w.written
+		base = w.written
 	}
-	if podstatus.Equal(&base, &status) {
+	owned := podstatus.Owned(&status)
+	if podstatus.Equal(base, owned) {
 		return result{}, nil
 	}
-	patch, err := statusPatch(target.UID, &base, &status)
+	patch, err := statusPatch(target.UID, base, owned)
 	if err != nil {
 		return result{}, err
 	}
@@ -96,7 +106,7 @@ func (r *PodReconciler) writeStatus(ctx context.Context, w *podWorker, pod *core
 		}
 		return result{}, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	w.written, w.writtenUID = &status, target.UID
+	w.written, w.writtenUID = owned, target.UID
 	r.observeStart(w, pod, &status)
 	ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", status.Phase)
 	return result{}, nil

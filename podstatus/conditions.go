@@ -41,11 +41,11 @@ var kubeletConditions = map[corev1.PodConditionType]bool{
 	corev1.AllContainersRestarting:   true,
 }
 
-// conditions are the old conditions the kubelet does not own, then its own in its order:
+// conditions are the API's conditions the kubelet does not own, then its own in its order:
 // PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled (and AllContainersRestarting
 // for pods with RestartAllContainers rules), then the override's condition.
 func (b *builder) conditions(s *corev1.PodStatus) []corev1.PodCondition {
-	conds := foreignConditions(b.old.Conditions)
+	conds := foreignConditions(b.api().Conditions)
 	all := concatStatuses(s.InitContainerStatuses, s.ContainerStatuses)
 	conds = append(conds, b.readyToStartCondition())
 	conds = append(conds, b.initializedCondition(all, s.Phase))
@@ -231,6 +231,41 @@ func (b *builder) readyCondition(conds []corev1.PodCondition, all []corev1.Conta
 		return b.condition(corev1.PodReady, corev1.ConditionFalse, reasonReadinessGatesNotReady, strings.Join(msgs, ", "))
 	}
 	return b.condition(corev1.PodReady, corev1.ConditionTrue, "", "")
+}
+
+// NeedsReadinessSync reports whether a pod with readiness gates shows a Ready condition that its own
+// status no longer implies: a gate's condition changed through pods/status. It is the kubelet's
+// NeedToReconcilePodReadiness, on which the kubelet syncs the pod after a status-only update. The agent's
+// own writes keep Ready and the gates consistent, so they never pass.
+func NeedsReadinessSync(pod *corev1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	current := findCondition(pod.Status.Conditions, corev1.PodReady)
+	if current == nil {
+		return false
+	}
+	all := concatStatuses(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
+	want := newBuilder(Input{Pod: pod}).readyCondition(pod.Status.Conditions, all, pod.Status.Phase)
+	return current.Status != want.Status || current.Message != want.Message
+}
+
+// Owned is the part of a status the agent writes: the conditions others own (a readiness gate's, a
+// controller's) are left out, since the agent only copies them from the API. A patch between two owned
+// statuses never touches them, as the kubelet's patch from the API's fresh copy never does.
+// DisruptionTarget, which the kubelet shares, stays.
+func Owned(s *corev1.PodStatus) *corev1.PodStatus {
+	out := s.DeepCopy()
+	out.Conditions = out.Conditions[:0]
+	for _, c := range s.Conditions {
+		if kubeletConditions[c.Type] || c.Type == corev1.DisruptionTarget {
+			out.Conditions = append(out.Conditions, *c.DeepCopy())
+		}
+	}
+	if len(out.Conditions) == 0 {
+		out.Conditions = nil
+	}
+	return out
 }
 
 // terminalCondition is ContainersReady or Ready of a pod in a terminal phase.

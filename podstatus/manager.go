@@ -153,7 +153,7 @@ func initializedContainers(statuses []corev1.ContainerStatus) []corev1.Container
 // terminal pod is never ready.
 func (b *builder) merge(s corev1.PodStatus, couldHaveRunningContainers bool) corev1.PodStatus {
 	old := b.old
-	conds := foreignConditions(old.Conditions)
+	conds := foreignConditions(b.api().Conditions)
 	transitioning := !isTerminal(old.Phase) && isTerminal(s.Phase)
 	for _, c := range s.Conditions {
 		switch {

@@ -40,6 +40,11 @@ type Override struct {
 type Input struct {
 	// Pod is the desired pod including its current (old) status; it is not modified.
 	Pod *corev1.Pod
+	// API is the status the API server holds for the pod when Pod.Status is not it (the agent's own last
+	// status: the kubelet's status manager cache). The conditions the kubelet does not own — a readiness
+	// gate's, set by a user or a controller through pods/status — are taken from it, as the kubelet takes
+	// them from the API's pod. nil: Pod.Status is the API's.
+	API *corev1.PodStatus
 	// Runtime is what the runtime holds for the pod UID; nil or empty when nothing was created yet.
 	Runtime *runtime.PodStatus
 	// RuntimeName prefixes container IDs ("containerd" gives "containerd://<id>"); empty means "containerd".
@@ -198,6 +203,14 @@ func (b *builder) containerID(id string) string {
 		name = "containerd"
 	}
 	return name + "://" + id
+}
+
+// api is the status the API server holds (Input.API, else the pod's own).
+func (b *builder) api() *corev1.PodStatus {
+	if b.in.API != nil {
+		return b.in.API
+	}
+	return b.old
 }
 
 // runtimeID strips the "<runtime>://" prefix of an API container ID.
