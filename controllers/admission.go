@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // The kubelet's admission failure reasons.
@@ -93,7 +95,7 @@ func podRequests(pod *corev1.Pod) corev1.ResourceList {
 	initMax := corev1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if isSidecar(c) {
+		if podrules.IsSidecar(c) {
 			addResources(sidecars, c.Resources.Requests)
 			addResources(regular, c.Resources.Requests)
 			continue
@@ -121,9 +123,4 @@ func maxResources(into, other corev1.ResourceList) {
 			into[k] = v.DeepCopy()
 		}
 	}
-}
-
-// isSidecar reports whether an init container is a restartable one (a sidecar).
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }

@@ -41,7 +41,7 @@ func (r *PodReconciler) runPostStart(w *podWorker, pod *corev1.Pod, c *corev1.Co
 			ctrl.Log.WithName("hooks").Info("PostStart hook failed", "pod", w.key, "container", c.Name, "err", err.Error(), "output", msg)
 			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
 			r.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
-				message: "FailedPostStartHook"}, r.Clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second))
+				message: "FailedPostStartHook"}, r.Clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second), nil)
 		}
 		r.enqueue(w.key)
 	}()

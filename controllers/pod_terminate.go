@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -150,9 +151,9 @@ func (r *PodReconciler) ensureKill(ctx context.Context, w *podWorker, pod *corev
 	r.startKill(ctx, w, pod, kills, grace)
 }
 
-// startKill stops containers in the background within grace seconds: preStop hooks first, then
-// SIGTERM with the time that is left, SIGKILL at its end; sidecars after the main containers. The pod is
-// enqueued when all are stopped.
+// startKill stops containers in the background within grace seconds: every preStop hook at once, then
+// SIGTERM with the time that is left, SIGKILL at its end; a sidecar only once the regular containers and
+// the sidecars declared after it have stopped (stopOrder). The pod is enqueued when all are stopped.
 func (r *PodReconciler) startKill(ctx context.Context, w *podWorker, pod *corev1.Pod, kills []killAction, grace int64) {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	op := &killOp{grace: grace, deadline: r.Clock.Now().Add(time.Duration(grace) * time.Second), cancel: cancel, done: make(chan struct{})}
@@ -160,36 +161,29 @@ func (r *PodReconciler) startKill(ctx context.Context, w *podWorker, pod *corev1
 	go func() {
 		defer close(op.done)
 		defer cancel()
-		var main, sidecars []killAction
-		for _, k := range kills {
-			if k.container.Kind == runtime.KindSidecar {
-				sidecars = append(sidecars, k)
-			} else {
-				main = append(main, k)
-			}
-		}
-		r.killAll(kctx, pod, main, op.deadline)
-		r.killAll(kctx, pod, sidecars, op.deadline)
+		r.killAll(kctx, pod, kills, op.deadline)
 		r.enqueue(w.key)
 	}()
 }
 
-// killAll stops containers in parallel, each with the time left until deadline.
+// killAll stops containers in parallel, each with the time left until deadline, in the kubelet's
+// termination order.
 func (r *PodReconciler) killAll(ctx context.Context, pod *corev1.Pod, kills []killAction, deadline time.Time) {
+	order := newStopOrder(pod, kills)
 	var wg sync.WaitGroup
 	for _, k := range kills {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.killContainer(ctx, pod, k, deadline)
+			r.killContainer(ctx, pod, k, deadline, order)
 		}()
 	}
 	wg.Wait()
 }
 
-// killContainer runs the preStop hook (bounded by the grace period), then stops the container with the
-// time that remains.
-func (r *PodReconciler) killContainer(ctx context.Context, pod *corev1.Pod, k killAction, deadline time.Time) {
+// killContainer runs the preStop hook (bounded by the grace period), waits for its turn in order (nil:
+// none), then stops the container with the time that remains.
+func (r *PodReconciler) killContainer(ctx context.Context, pod *corev1.Pod, k killAction, deadline time.Time, order *stopOrder) {
 	c := k.container
 	spec := containerSpec(pod, c.Name)
 	msg := k.message
@@ -209,6 +203,8 @@ func (r *PodReconciler) killContainer(ctx context.Context, pod *corev1.Pod, k ki
 		r.runPreStop(hctx, pod, spec, c, hook)
 		cancel()
 	}
+	defer order.done(c.Name)
+	order.waitForTurn(ctx, r.Clock, c.Name, deadline)
 	remaining := int64(deadline.Sub(r.Clock.Now()).Round(time.Second) / time.Second)
 	if remaining < 0 {
 		remaining = 0
@@ -218,19 +214,13 @@ func (r *PodReconciler) killContainer(ctx context.Context, pod *corev1.Pod, k ki
 	}
 }
 
-// containerSpec finds a container of the pod by name (nil when the pod is unknown).
+// containerSpec finds a container of the pod by name, of any kind (nil when the pod is unknown).
 func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	if pod == nil {
 		return nil
 	}
-	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
+	c, _ := podrules.FindContainer(pod, name)
+	return c
 }
 
 // teardown stops the pod's sandboxes (network torn down, pause process gone). Containers are kept for

@@ -12,6 +12,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // Execer runs a command in a container (nodelet's CRI client satisfies it).
@@ -78,8 +80,8 @@ func (m *Manager) Sync(pod *corev1.Pod, podIPs []string, containers []ContainerI
 	ps.ips = append([]string(nil), podIPs...)
 	live := map[string]string{}
 	for _, c := range containers {
-		spec := findContainer(pod, c.Name)
-		if !c.Running || c.ID == "" || spec == nil {
+		spec, kind := podrules.FindContainer(pod, c.Name)
+		if !c.Running || c.ID == "" || kind == podrules.NoContainer || kind == podrules.EphemeralContainer {
 			continue
 		}
 		live[c.Name] = c.ID
@@ -292,21 +294,6 @@ func (m *Manager) storeResult(w *worker, r result) (changed bool, triggers []*wo
 		}
 	}
 	return prev != r, triggers
-}
-
-// findContainer returns the pod's container (or restartable init container) of that name.
-func findContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
 }
 
 // copyInt64 returns a copy of p.

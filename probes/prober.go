@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // maxRetries is how often a probe that errored (as opposed to failed) is tried again at once.
@@ -156,10 +158,8 @@ func containerRef(pod *corev1.Pod, name string) *corev1.ObjectReference {
 		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 		ResourceVersion: pod.ResourceVersion, FieldPath: "spec.containers{" + name + "}",
 	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			ref.FieldPath = "spec.initContainers{" + name + "}"
-		}
+	if _, kind := podrules.FindContainer(pod, name); kind == podrules.InitContainer {
+		ref.FieldPath = "spec.initContainers{" + name + "}"
 	}
 	return ref
 }

@@ -3,6 +3,8 @@ package probes
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // probeType is liveness, readiness or startup.
@@ -68,7 +70,7 @@ func newTarget(pod *corev1.Pod, c *corev1.Container) *target {
 	t := &target{
 		name:    c.Name,
 		pod:     types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		restart: restarts(pod, c),
+		restart: podrules.RestartsAfterKill(c, &pod.Spec),
 	}
 	for _, kind := range probeTypes {
 		if p := kind.of(c); p != nil {
@@ -76,15 +78,6 @@ func newTarget(pod *corev1.Pod, c *corev1.Container) *target {
 		}
 	}
 	return t
-}
-
-// restarts reports whether the kubelet would start the container again after killing it: the
-// container's own restartPolicy (sidecars, restart rules) if set, else the pod's.
-func restarts(pod *corev1.Pod, c *corev1.Container) bool {
-	if c.RestartPolicy != nil {
-		return *c.RestartPolicy != corev1.ContainerRestartPolicyNever
-	}
-	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
 }
 
 // outcome reports a probe's result as (success, known); without a probe it is (true, true).

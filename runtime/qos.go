@@ -140,7 +140,8 @@ func OOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) 
 		extra = remainingPodMemoryPerContainer(pod)
 	}
 	adj := 1000 - 1000*(c.Resources.Requests.Memory().Value()+extra)/memoryCapacity
-	if isSidecar(pod, c) && len(pod.Spec.Containers) > 0 {
+	_, kind := podrules.FindContainer(pod, c.Name)
+	if kind == podrules.InitContainer && podrules.IsSidecar(c) && len(pod.Spec.Containers) > 0 {
 		minAdj := 1000 - 1000*(minRegularContainerMemory(pod)+extra)/memoryCapacity
 		adj = min(adj, minAdj)
 	}
@@ -156,19 +157,6 @@ func clampBurstableOOMScoreAdj(adj int64) int {
 		return int(adj - 1)
 	}
 	return int(adj)
-}
-
-// isSidecar: an init container with restartPolicy Always.
-func isSidecar(pod *corev1.Pod, c *corev1.Container) bool {
-	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		return false
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name {
-			return true
-		}
-	}
-	return false
 }
 
 func minRegularContainerMemory(pod *corev1.Pod) int64 {
@@ -195,10 +183,6 @@ func remainingPodMemoryPerContainer(pod *corev1.Pod) int64 {
 func requestsOf(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }
 func limitsOf(c *corev1.Container) corev1.ResourceList   { return c.Resources.Limits }
 
-func isRestartableInit(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 // aggregateContainerResources is what the containers of a pod need at their peak, as the kubelet's
 // resource helpers compute it: regular containers and sidecars add up; each init container needs its own
 // resources plus those of the sidecars started before it; the pod needs the larger of the two.
@@ -211,7 +195,7 @@ func aggregateContainerResources(pod *corev1.Pod, of func(*corev1.Container) cor
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		need := sidecars
-		if isRestartableInit(c) {
+		if podrules.IsSidecar(c) {
 			addResources(total, of(c))
 			addResources(sidecars, of(c))
 		} else {

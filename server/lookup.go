@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -69,22 +70,8 @@ func (s *Server) findPod(ctx context.Context, namespace, name string, uid types.
 
 // hasContainer tells whether the pod's spec names the container (regular, init or ephemeral).
 func hasContainer(pod *corev1.Pod, name string) bool {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
-			return true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return true
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
+	_, kind := podrules.FindContainer(pod, name)
+	return kind != podrules.NoContainer
 }
 
 // attempts lists the runtime's containers of one pod container, newest first.

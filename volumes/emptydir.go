@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 const (
@@ -122,7 +124,7 @@ func podMemoryLimit(pod *corev1.Pod) int64 {
 		if !ok {
 			return 0
 		}
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if podrules.IsSidecar(&c) {
 			regular += q.Value()
 			continue
 		}
