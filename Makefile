@@ -41,6 +41,10 @@ unit: testbins ## Unit and envtest suites with -race (everything but test/e2e an
 e2e: build ## End-to-end suite on a real bed: etcd, kube-apiserver, scheduler, controller-manager, containerd, runc, CNI.
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh
 
+.PHONY: conformance
+conformance: ## Upstream e2e [NodeConformance] specs on a bed of their own (AGENT=kubelet: the real kubelet; FOCUS=, SKIP=, PROCS=).
+	bash hack/conformance.sh
+
 .PHONY: testbins
 testbins: ## Build (once) the test bed binaries from the Go module proxy.
 	bash hack/build-testbins.sh all

@@ -7,7 +7,9 @@
 # Everything lives under BED_DIR (default /var/lib/nodelet-bed): logs/<component>.log, pids/<component>.pid,
 # pki/, etcd/, containerd/, cni/, nodelet/. Components: registry etcd apiserver controller-manager scheduler
 # containerd nodelet. Settings (environment): BED_DIR, BIN_CACHE, NODELET_BIN (default $REPO_ROOT/bin/nodelet),
-# NODE_NAME (default: hostname, lower-cased), NODE_IP (default: the source address of the default route).
+# NODE_NAME (default: hostname, lower-cased), NODE_IP (default: the source address of the default route),
+# AGENT (nodelet, the default, or kubelet: the real kubelet as the node agent, same config file and flags),
+# CONTAINERD (1: Debian's containerd 1.6, the default; 2: containerd 2.x and runc built from the module proxy).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +21,8 @@ COMPONENTS=(registry etcd apiserver controller-manager scheduler containerd node
 
 BED_DIR=${BED_DIR:-/var/lib/nodelet-bed}
 NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
+AGENT=${AGENT:-nodelet}
+CONTAINERD=${CONTAINERD:-1}
 NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
 PKI_DIR=$BED_DIR/pki
 LOG_DIR=$BED_DIR/logs
@@ -50,6 +54,21 @@ node_ip() {
   fi
   [ -n "$ip" ] || die "cannot find this machine's IPv4 address (no default route?); set NODE_IP"
   echo "$ip"
+}
+
+# agent_bin: the node agent the "nodelet" component runs: nodelet, or with AGENT=kubelet the real kubelet (built by
+# build-testbins.sh kubelet) with the same config file, kubeconfig and flags, for comparison.
+agent_bin() {
+  case $AGENT in
+    nodelet) echo "$NODELET_BIN" ;;
+    kubelet) echo "$KUBE_BIN_DIR/kubelet" ;;
+    *) die "AGENT=$AGENT: want nodelet or kubelet" ;;
+  esac
+}
+
+# agent_root: the agent's --root-dir; the kubelet's is apart from nodelet's.
+agent_root() {
+  if [ "$AGENT" = kubelet ]; then echo "$NODELET_DIR/root-kubelet"; else echo "$NODELET_DIR/root"; fi
 }
 
 # tools_dir: where hack/{pause,registry,crictl} are built, keyed by their sources, go.sum and the Go version.
@@ -91,8 +110,16 @@ build_testbins() {
     sleep 5; waited=$((waited + 5))
   done
   BIN_CACHE=$BIN_CACHE bash "$here/build-testbins.sh"
-  local b
-  for b in "$KUBE_BIN_DIR"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} "$ETCD_BIN_DIR/etcd"; do
+  local b want=("$KUBE_BIN_DIR"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} "$ETCD_BIN_DIR/etcd")
+  if [ "$AGENT" = kubelet ]; then
+    BIN_CACHE=$BIN_CACHE bash "$here/build-testbins.sh" kubelet
+    want+=("$KUBE_BIN_DIR/kubelet")
+  fi
+  if [ "$CONTAINERD" = 2 ]; then
+    BIN_CACHE=$BIN_CACHE bash "$here/build-testbins.sh" containerd2
+    want+=("$CONTAINERD2_BIN_DIR"/{containerd,containerd-shim-runc-v2,runc})
+  fi
+  for b in "${want[@]}"; do
     [ -x "$b" ] || die "$b is missing after build-testbins.sh"
   done
 }
@@ -106,7 +133,11 @@ kubectl() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
 component_cmd() {
   # shellcheck disable=SC2054 # commas inside flag values, not array separators
   case $1 in
-    registry) CMD=("$TOOLS_DIR/registry" --addr "$REGISTRY_ADDR" --busybox "$BUSYBOX_BIN" --pause "$TOOLS_DIR/pause") ;;
+    registry) CMD=("$TOOLS_DIR/registry" --addr "$REGISTRY_ADDR" --busybox "$BUSYBOX_BIN" --pause "$TOOLS_DIR/pause")
+      # With the conformance binaries built (build-testbins.sh e2e), the upstream e2e test images are served too.
+      if [ -x "$E2E_BIN_DIR/agnhost" ] && [ -x "$E2E_BIN_DIR/nnp" ]; then
+        CMD+=(--e2e-bin "$E2E_BIN_DIR" --agnhost-src "$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost")
+      fi ;;
     etcd) CMD=("$ETCD_BIN_DIR/etcd" --name bed --data-dir "$BED_DIR/etcd"
       --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379
       --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380
@@ -136,9 +167,15 @@ component_cmd() {
     scheduler) CMD=("$KUBE_BIN_DIR/kube-scheduler" --bind-address 127.0.0.1 --kubeconfig "$PKI_DIR/scheduler.kubeconfig"
       --authentication-kubeconfig "$PKI_DIR/scheduler.kubeconfig"
       --authorization-kubeconfig "$PKI_DIR/scheduler.kubeconfig" --leader-elect=false) ;;
-    containerd) CMD=(containerd --config "$CONTAINERD_DIR/config.toml") ;;
-    nodelet) CMD=("$NODELET_BIN" --config "$NODELET_DIR/config.yaml" --kubeconfig "$PKI_DIR/nodelet.kubeconfig"
-      --root-dir "$NODELET_DIR/root" --node-ip "$(node_ip)" -v=2)
+    containerd)
+      # CONTAINERD=2: containerd 2.x built by build-testbins.sh containerd2; its shim is found through PATH.
+      if [ "$CONTAINERD" = 2 ]; then
+        CMD=(env "PATH=$CONTAINERD2_BIN_DIR:$PATH" "$CONTAINERD2_BIN_DIR/containerd" --config "$CONTAINERD_DIR/config.toml")
+      else
+        CMD=(containerd --config "$CONTAINERD_DIR/config.toml")
+      fi ;;
+    nodelet) CMD=("$(agent_bin)" --config "$NODELET_DIR/config.yaml" --kubeconfig "$PKI_DIR/nodelet.kubeconfig"
+      --root-dir "$(agent_root)" --node-ip "$(node_ip)" -v=2)
       # NODELET_EXTRA_ARGS: more flags for this start (e2e specs use it, e.g. --manifest-url).
       # shellcheck disable=SC2206 # word splitting wanted
       if [ -n "${NODELET_EXTRA_ARGS:-}" ]; then CMD+=(${NODELET_EXTRA_ARGS}); fi ;;
@@ -185,6 +222,16 @@ nodelet_ready() {
 # ---------------------------------------------------------------------------------------------------------
 # processes
 
+# cmd_binary: the resolved path of the program CMD runs (past a leading `env VAR=VALUE...`).
+cmd_binary() {
+  local a
+  for a in "${CMD[@]}"; do
+    [ "$a" = env ] || [[ "$a" == *=* ]] && continue
+    readlink -f "$(command -v "$a")"
+    return
+  done
+}
+
 pid_of() { cat "$PID_DIR/$1.pid" 2>/dev/null || true; }
 
 # running COMPONENT: its PID file names a live process of the component's binary.
@@ -199,7 +246,7 @@ running() {
     return
   fi
   component_cmd "$1"
-  [ "$exe" = "$(readlink -f "$(command -v "${CMD[0]}")")" ]
+  [ "$exe" = "$(cmd_binary)" ]
 }
 
 # port_owner PORT: "pid/command" of whatever listens on the TCP port, empty if nothing does.
@@ -229,7 +276,7 @@ launch() {
   setsid "${CMD[@]}" >> "$LOG_DIR/$c.log" 2>&1 < /dev/null &
   echo $! > "$PID_DIR/$c.pid"
   # The binary it runs, so that `down` recognises the process whatever BIN_CACHE it is called with.
-  readlink -f "$(command -v "${CMD[0]}")" > "$PID_DIR/$c.exe"
+  cmd_binary > "$PID_DIR/$c.exe"
 }
 
 wait_ready() {
@@ -256,8 +303,8 @@ elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'
 
 start_component() {
   local c=$1 t0=$EPOCHREALTIME
-  if [ "$c" = nodelet ] && [ ! -x "$NODELET_BIN" ]; then
-    log "warning: $NODELET_BIN not found: nodelet not started (build it, or set NODELET_BIN)"
+  if [ "$c" = nodelet ] && [ ! -x "$(agent_bin)" ]; then
+    log "warning: $(agent_bin) not found: the node agent is not started (build it, or set NODELET_BIN)"
     return 0
   fi
   if running "$c"; then
@@ -382,7 +429,8 @@ prepare() {
 
 # ensure_built: binaries for start/stop when up already ran (no apt, no kube build).
 ensure_built() {
-  if [ ! -x "$KUBE_BIN_DIR/kube-apiserver" ] || [ ! -x "$ETCD_BIN_DIR/etcd" ]; then build_testbins; fi
+  if [ ! -x "$KUBE_BIN_DIR/kube-apiserver" ] || [ ! -x "$ETCD_BIN_DIR/etcd" ] || [ ! -x "$(agent_bin)" ] ||
+    { [ "$CONTAINERD" = 2 ] && [ ! -x "$CONTAINERD2_BIN_DIR/containerd" ]; }; then build_testbins; fi
   build_tools
 }
 

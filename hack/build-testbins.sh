@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
 # Builds the test bed's Kubernetes and etcd binaries from the Go module proxy into a cache folder keyed by
-# version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd.
+# version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd; on request
+# the kubelet (`kubelet`) and the upstream conformance suite with its test image binaries (`e2e`).
 # setup-envtest cannot download here, so the module proxy is the only source. Re-runs are no-ops.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-build_kube() {
-  local out="$KUBE_BIN_DIR" want=(kube-apiserver kubectl kube-scheduler kube-controller-manager)
-  local missing=()
-  for b in "${want[@]}"; do [ -x "$out/$b" ] || missing+=("$b"); done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "building ${missing[*]} ${KUBE_VERSION} into $out"
-  local w; w=$(mktemp -d)
+# kube_wrapper DIR IMPORT...: a throwaway module in DIR that requires k8s.io/kubernetes and replaces each of its
+# ./staging modules with the published one, with a tools.go blank-importing the given packages, tidied.
+kube_wrapper() {
+  local w=$1; shift
   (
     cd "$w"
     go mod init nodelet.local/kubebins >/dev/null 2>&1
@@ -29,20 +27,99 @@ build_kube() {
       echo '//go:build tools'
       echo 'package tools'
       echo 'import ('
-      for b in "${missing[@]}"; do echo "  _ \"k8s.io/kubernetes/cmd/$b\""; done
+      for p in "$@"; do echo "  _ \"$p\""; done
       echo ')'
     } > tools.go
     go mod tidy >/dev/null
-    local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-    local ld="-s -w"
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ld+=" -X $p.gitVersion=${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
-    done
+  )
+}
+
+# kube_ldflags: stamp the Kubernetes version, or the binaries report v0.0.0.
+kube_ldflags() {
+  local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+  local ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
+  done
+  echo "$ld"
+}
+
+# build_kube [BINARY...]: the control plane binaries (default) or the named cmd/ binaries, e.g. kubelet.
+build_kube() {
+  local out="$KUBE_BIN_DIR" want=("$@")
+  [ ${#want[@]} -gt 0 ] || want=(kube-apiserver kubectl kube-scheduler kube-controller-manager)
+  local missing=() pkgs=()
+  for b in "${want[@]}"; do [ -x "$out/$b" ] || missing+=("$b"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "building ${missing[*]} ${KUBE_VERSION} into $out"
+  for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+  local w; w=$(mktemp -d)
+  kube_wrapper "$w" "${pkgs[@]}"
+  (
+    cd "$w"
+    local ld; ld=$(kube_ldflags)
     mkdir -p "$out"
     for b in "${missing[@]}"; do
       CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "$ld" -o "$out/$b.tmp" "k8s.io/kubernetes/cmd/$b"
       mv "$out/$b.tmp" "$out/$b"
     done
+  )
+  rm -rf "$w"
+}
+
+# build_e2e: the upstream conformance suite and what it needs, into $E2E_BIN_DIR: e2e.test, ginkgo, and the
+# e2e test images' binaries built from their module packages: agnhost and nnp (the nonewprivs image).
+build_e2e() {
+  local out="$E2E_BIN_DIR" b missing=()
+  for b in e2e.test ginkgo agnhost nnp; do [ -x "$out/$b" ] || missing+=("$b"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "building ${missing[*]} (${KUBE_VERSION}) into $out"
+  local src imports
+  src="$(go env GOMODCACHE)/k8s.io/kubernetes@${KUBE_VERSION}"
+  [ -d "$src" ] || GOFLAGS=-mod=mod go mod download "k8s.io/kubernetes@${KUBE_VERSION}"
+  # Every non-standard import of test/e2e/e2e_test.go, so that `go test -c` finds them all in the wrapper.
+  mapfile -t imports < <(sed -n '/^import (/,/^)/p' "$src/test/e2e/e2e_test.go" | grep -o '"[^"]*\.[^"]*"' | tr -d '"')
+  local w; w=$(mktemp -d)
+  kube_wrapper "$w" "${imports[@]}" k8s.io/kubernetes/test/e2e k8s.io/kubernetes/test/images/agnhost \
+    k8s.io/kubernetes/test/images/nonewprivs github.com/onsi/ginkgo/v2/ginkgo
+  (
+    cd "$w"
+    local ld; ld=$(kube_ldflags)
+    mkdir -p "$out"
+    CGO_ENABLED=0 go test -c -trimpath -ldflags "$ld" -o "$out/e2e.test.tmp" k8s.io/kubernetes/test/e2e
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo
+    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "$ld" -o "$out/agnhost.tmp" k8s.io/kubernetes/test/images/agnhost
+    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out/nnp.tmp" k8s.io/kubernetes/test/images/nonewprivs
+    for b in e2e.test ginkgo agnhost nnp; do mv "$out/$b.tmp" "$out/$b"; done
+  )
+  rm -rf "$w"
+}
+
+# build_containerd2: containerd 2.x (containerd, containerd-shim-runc-v2, ctr) and a current runc, for beds run
+# with CONTAINERD=2. runc needs cgo and libseccomp (Debian's libseccomp-dev, installed by install-deps.sh).
+build_containerd2() {
+  local out="$CONTAINERD2_BIN_DIR" b missing=()
+  for b in containerd containerd-shim-runc-v2 ctr runc; do [ -x "$out/$b" ] || missing+=("$b"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "building containerd ${CONTAINERD2_VERSION} and runc ${RUNC_VERSION} into $out"
+  local w; w=$(mktemp -d)
+  (
+    cd "$w"
+    go mod init nodelet.local/containerd2 >/dev/null 2>&1
+    go mod edit -require "github.com/containerd/containerd/v2@${CONTAINERD2_VERSION}" \
+      -require "github.com/opencontainers/runc@${RUNC_VERSION}"
+    printf '//go:build tools\npackage tools\nimport (\n_ "github.com/containerd/containerd/v2/cmd/containerd"\n_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"\n_ "github.com/containerd/containerd/v2/cmd/ctr"\n_ "github.com/opencontainers/runc"\n)\n' > tools.go
+    go mod tidy >/dev/null
+    mkdir -p "$out"
+    local ld="-s -w -X github.com/containerd/containerd/v2/version.Version=${CONTAINERD2_VERSION}"
+    for b in containerd containerd-shim-runc-v2 ctr; do
+      CGO_ENABLED=0 go build -tags tools,no_btrfs,no_devmapper,no_zfs -trimpath -ldflags "$ld" -o "$out/$b.tmp" \
+        "github.com/containerd/containerd/v2/cmd/$b"
+      mv "$out/$b.tmp" "$out/$b"
+    done
+    CGO_ENABLED=1 go build -tags tools,seccomp -trimpath -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" \
+      -o "$out/runc.tmp" github.com/opencontainers/runc
+    mv "$out/runc.tmp" "$out/runc"
   )
   rm -rf "$w"
 }
@@ -68,7 +145,11 @@ build_etcd() {
 case "${1:-all}" in
   kube) build_kube ;;
   etcd) build_etcd ;;
+  kubelet) build_kube kubelet ;;
+  e2e) build_e2e ;;
+  containerd2) build_containerd2 ;;
   all) build_etcd; build_kube ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

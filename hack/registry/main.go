@@ -51,17 +51,26 @@ var served = map[string][]string{
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:5000", "listen address")
-	busybox := flag.String("busybox", "/bin/busybox", "path of a static busybox binary")
-	pause := flag.String("pause", "", "path of the static pause binary (hack/pause)")
+	var src sources
+	flag.StringVar(&src.busybox, "busybox", "/bin/busybox", "path of a static busybox binary")
+	flag.StringVar(&src.pause, "pause", "", "path of the static pause binary (hack/pause)")
+	flag.StringVar(&src.e2eBin, "e2e-bin", "", "folder holding agnhost and nnp: also serve the upstream e2e test images")
+	flag.StringVar(&src.agnhostSrc, "agnhost-src", "", "agnhost's source folder (for porter's localhost.crt/key)")
 	quiet := flag.Bool("quiet", false, "do not log every request")
 	flag.Parse()
-	if err := run(*addr, *busybox, *pause, *quiet); err != nil {
+	if err := run(*addr, src, *quiet); err != nil {
 		log.Fatalf("registry: %v", err)
 	}
 }
 
-func run(addr, busyboxPath, pausePath string, quiet bool) error {
-	if pausePath == "" {
+// sources are the local files the images are built from.
+type sources struct {
+	busybox, pause     string
+	e2eBin, agnhostSrc string
+}
+
+func run(addr string, src sources, quiet bool) error {
+	if src.pause == "" {
 		return errors.New("--pause is required")
 	}
 	var opts []registry.Option
@@ -69,7 +78,7 @@ func run(addr, busyboxPath, pausePath string, quiet bool) error {
 		opts = append(opts, registry.Logger(log.New(io.Discard, "", 0)))
 	}
 	handler := registry.New(opts...)
-	images, err := buildImages(busyboxPath, pausePath)
+	images, err := buildImages(src)
 	if err != nil {
 		return err
 	}
@@ -97,16 +106,27 @@ func run(addr, busyboxPath, pausePath string, quiet bool) error {
 	return nil
 }
 
-func buildImages(busyboxPath, pausePath string) (map[string]*ociImage, error) {
-	bb, err := busyboxImage(busyboxPath)
+func buildImages(src sources) (map[string]*ociImage, error) {
+	root, err := busyboxRoot(src.busybox)
 	if err != nil {
 		return nil, fmt.Errorf("busybox image: %w", err)
 	}
-	p, err := pauseImage(pausePath)
+	bb, err := image(root, v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}})
+	if err != nil {
+		return nil, fmt.Errorf("busybox image: %w", err)
+	}
+	p, err := pauseImage(src.pause)
 	if err != nil {
 		return nil, fmt.Errorf("pause image: %w", err)
 	}
-	return map[string]*ociImage{"busybox": bb, "pause": p}, nil
+	images := map[string]*ociImage{"busybox": bb, "pause": p}
+	if src.e2eBin == "" {
+		return images, nil
+	}
+	if err := addE2EImages(images, root, src); err != nil {
+		return nil, fmt.Errorf("e2e test images: %w", err)
+	}
+	return images, nil
 }
 
 // pushAll pushes every image under all its names straight into the handler (no socket involved), so the
@@ -164,7 +184,11 @@ func sha(b []byte) v1.Hash {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(s[:])}
 }
 
-func busyboxImage(path string) (*ociImage, error) {
+// busyboxRoot is the busybox image's file tree: Debian's static busybox with a symlink per applet, except that
+// sh (and bash) is the host's bash with its libraries. Debian's busybox 1.35 ash drops environment variables whose
+// names are not shell identifiers (e.g. "data-1") before running a command, where the upstream busybox image's
+// shell passes them on; bash passes them on, so `sh -c env` shows every variable the container was given.
+func busyboxRoot(path string) ([]entry, error) {
 	bin, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -183,7 +207,12 @@ func busyboxImage(path string) (*ociImage, error) {
 	for _, a := range applets {
 		files = append(files, symlink("bin/"+a, "busybox"))
 	}
-	return image(files, v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}})
+	bash, err := hostBinary("/usr/bin/bash", "bin/bash")
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, bash...)
+	return merge(files, []entry{symlink("bin/sh", "bash")}), nil
 }
 
 // appletList asks the busybox binary for its applets, skipping "busybox" itself and any nested path.

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// The upstream e2e test images the [NodeConformance] specs run, rebuilt from local parts: each is the busybox
+// tree plus what the upstream image adds that the specs use. Their names are the ones e2e.test v1.37 pulls.
+func init() {
+	served["agnhost"] = []string{"e2e-test-images/agnhost:2.66.1", "e2e-test-images/agnhost:2.55"}
+	served["nonroot"] = []string{"e2e-test-images/nonroot:1.5"}
+	served["nonewprivs"] = []string{"e2e-test-images/nonewprivs:1.4"}
+}
+
+// addE2EImages builds agnhost, nonroot and nonewprivs on top of the busybox tree.
+func addE2EImages(images map[string]*ociImage, root []entry, src sources) error {
+	agn, err := agnhostImage(root, src)
+	if err != nil {
+		return fmt.Errorf("agnhost: %w", err)
+	}
+	// nonroot: the upstream image is busybox with USER 1234.
+	nonroot, err := image(root, v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}, User: "1234"})
+	if err != nil {
+		return fmt.Errorf("nonroot: %w", err)
+	}
+	nnp, err := os.ReadFile(filepath.Join(src.e2eBin, "nnp"))
+	if err != nil {
+		return fmt.Errorf("nonewprivs: %w", err)
+	}
+	// nonewprivs: nnp prints its effective UID; it is setuid root, so it shows whether privileges can escalate.
+	nnpFiles := merge(root, []entry{dir("usr/local", 0o755), dir("usr/local/bin", 0o755),
+		file("usr/local/bin/nnp", 0o4755, nnp)})
+	nonewprivs, err := image(nnpFiles, v1.Config{Cmd: []string{"nnp"}, Env: []string{defaultPath}})
+	if err != nil {
+		return fmt.Errorf("nonewprivs: %w", err)
+	}
+	images["agnhost"], images["nonroot"], images["nonewprivs"] = agn, nonroot, nonewprivs
+	return nil
+}
+
+// agnhostImage: /agnhost (and /agnhost-2) on the busybox tree with the tools the specs call inside it — bash,
+// curl and (OpenBSD) nc from the host with their libraries — the user and group the upstream image defines,
+// /uploads and porter's TLS pair.
+func agnhostImage(root []entry, src sources) (*ociImage, error) {
+	bin, err := os.ReadFile(filepath.Join(src.e2eBin, "agnhost"))
+	if err != nil {
+		return nil, err
+	}
+	files := []entry{
+		file("agnhost", 0o755, bin), symlink("agnhost-2", "agnhost"), dir("uploads", 0o755),
+		dir("home/user-defined-in-image", 0o755),
+		file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n"+
+			"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n")),
+		file("etc/group", 0o644, []byte("root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\n"+
+			"group-defined-in-image:x:50000:user-defined-in-image\n")),
+	}
+	for _, t := range []struct{ host, name string }{{"/usr/bin/curl", "usr/bin/curl"}, {"/bin/nc.openbsd", "usr/bin/nc"}} {
+		tool, err := hostBinary(t.host, t.name)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, tool...)
+	}
+	for _, name := range []string{"localhost.crt", "localhost.key"} {
+		if src.agnhostSrc == "" {
+			break
+		}
+		b, err := os.ReadFile(filepath.Join(src.agnhostSrc, "porter", name))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file(name, 0o644, b))
+	}
+	// busybox's nc applet would shadow the OpenBSD one in /bin.
+	tree := merge(root, files)
+	tree = remove(tree, "bin/nc")
+	return image(tree, v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{defaultPath}})
+}
+
+// hostBinary is a dynamically linked host binary placed at name in the image, with every library ldd lists at
+// its host path (and the folders on the way), so it runs in a tree of its own.
+func hostBinary(hostPath, name string) ([]entry, error) {
+	bin, err := os.ReadFile(hostPath)
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command("ldd", hostPath).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", hostPath, err)
+	}
+	files := append(parents(name), file(name, 0o755, bin))
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		lib := libPath(sc.Text())
+		if lib == "" {
+			continue
+		}
+		b, err := os.ReadFile(lib) // follows the symlink: the image gets the file under the linked name
+		if err != nil {
+			return nil, err
+		}
+		rel := strings.TrimPrefix(lib, "/")
+		files = append(files, parents(rel)...)
+		files = append(files, file(rel, 0o755, b))
+	}
+	return files, nil
+}
+
+// libPath is the library file of one ldd output line ("libc.so.6 => /lib/.../libc.so.6 (0x...)" or
+// "/lib64/ld-linux-x86-64.so.2 (0x...)"), empty for the vDSO and anything else.
+func libPath(line string) string {
+	f := strings.Fields(line)
+	switch {
+	case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+		return f[2]
+	case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+		return f[0]
+	}
+	return ""
+}
+
+// parents are directory entries for every folder above name.
+func parents(name string) []entry {
+	var dirs []entry
+	for d := path.Dir(name); d != "." && d != "/"; d = path.Dir(d) {
+		dirs = append(dirs, dir(d, 0o755))
+	}
+	return dirs
+}
+
+// merge is base with over's entries added; an entry of over replaces base's entry of the same name.
+func merge(base, over []entry) []entry {
+	names := map[string]int{}
+	out := make([]entry, 0, len(base)+len(over))
+	for _, e := range append(append([]entry{}, base...), over...) {
+		key := strings.TrimSuffix(e.hdr.Name, "/")
+		if i, ok := names[key]; ok {
+			out[i] = e
+			continue
+		}
+		names[key] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+// remove drops the entry called name.
+func remove(files []entry, name string) []entry {
+	out := files[:0:0]
+	for _, e := range files {
+		if strings.TrimSuffix(e.hdr.Name, "/") != name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
