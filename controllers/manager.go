@@ -15,11 +15,13 @@ import (
 )
 
 // CacheOptions scopes the manager's cache to what a node may list and watch under the Node authorizer:
-// its own Node (metadata.name) and the pods bound to it (spec.nodeName).
+// its own Node (metadata.name), the pods bound to it (spec.nodeName) and, as the kubelet, the Services of
+// the whole cluster for service environment variables — headless ones left out, since they give none.
 func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:  {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
-		&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+		&corev1.Pod{}:     {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+		&corev1.Node{}:    {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+		&corev1.Service{}: {Field: fields.OneTermNotEqualSelector("spec.clusterIP", corev1.ClusterIPNone)},
 	}}
 }
 

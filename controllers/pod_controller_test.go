@@ -62,6 +62,10 @@ func (b *podBed) start() {
 					corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")}}}, nil
 		},
 	}
+	// As main wires it: the Service informer starts with the cache, for service environment variables.
+	services, err := controllers.NewAPIServices(context.Background(), mgr.GetCache())
+	Expect(err).NotTo(HaveOccurred())
+	r.Services = services
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() {
