@@ -3,6 +3,8 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // eventRecorder is the part of client-go's record.EventRecorder the controllers use.
@@ -20,17 +22,20 @@ func podRef(pod *corev1.Pod) *corev1.ObjectReference {
 }
 
 // containerRef references a container of a pod the way the kubelet does (fieldPath
-// "spec.containers{name}" or "spec.initContainers{name}"), so `kubectl describe` shows it.
+// "spec.containers{name}", "spec.initContainers{name}" or "spec.ephemeralContainers{name}"), so
+// `kubectl describe` shows it.
 func containerRef(pod *corev1.Pod, c *corev1.Container) *corev1.ObjectReference {
 	ref := podRef(pod)
 	if c == nil {
 		return ref
 	}
-	ref.FieldPath = "spec.containers{" + c.Name + "}"
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name {
-			ref.FieldPath = "spec.initContainers{" + c.Name + "}"
-		}
+	switch _, kind := podrules.FindContainer(pod, c.Name); kind {
+	case podrules.InitContainer:
+		ref.FieldPath = "spec.initContainers{" + c.Name + "}"
+	case podrules.EphemeralContainer:
+		ref.FieldPath = "spec.ephemeralContainers{" + c.Name + "}"
+	default:
+		ref.FieldPath = "spec.containers{" + c.Name + "}"
 	}
 	return ref
 }

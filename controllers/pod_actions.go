@@ -15,6 +15,8 @@ type startAction struct {
 	restartCount int
 	// lastExit is the previous attempt, when this is a restart (it drives the crash-loop back-off).
 	lastExit *runtime.ContainerStatus
+	// target is an ephemeral container's targetContainerName, whose process namespace it joins.
+	target string
 }
 
 // killAction is a running container to stop, with the reason given in the Killing event.
@@ -65,6 +67,7 @@ func computePodActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResul
 		return a
 	}
 	current := containersIn(st, sb.Id)
+	a.start = ephemeralActions(pod, st)
 	a.initialized = initActions(pod, current, probes, &a)
 	if !a.initialized {
 		return a
@@ -75,6 +78,20 @@ func computePodActions(pod *corev1.Pod, st *runtime.PodStatus, probes probeResul
 		a.start = nil // sidecars are not restarted once the pod's work is done
 	}
 	return a
+}
+
+// ephemeralActions starts the ephemeral containers that never ran, in any sandbox of the pod: they are
+// never restarted, and they may start before the pod is initialized (the kubelet starts them first).
+func ephemeralActions(pod *corev1.Pod, st *runtime.PodStatus) []startAction {
+	var out []startAction
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		if st.FindContainer(ec.Name) == nil {
+			out = append(out, startAction{container: (*corev1.Container)(&ec.EphemeralContainerCommon),
+				kind: runtime.KindEphemeral, target: ec.TargetContainerName})
+		}
+	}
+	return out
 }
 
 // sandboxActions: no ready sandbox. Running containers are stopped first; then, as the kubelet does, a

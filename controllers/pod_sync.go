@@ -251,10 +251,27 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	if err != nil {
 		return nil, err
 	}
+	targetID, err := targetContainerID(s, st)
+	if err != nil {
+		return nil, err
+	}
 	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
 		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
-		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog},
+		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})
+}
+
+// targetContainerID is the runtime ID of an ephemeral container's target (its newest attempt), as the
+// kubelet's getTargetID resolves it; "" without a target.
+func targetContainerID(s startAction, st *runtime.PodStatus) (string, error) {
+	if s.target == "" {
+		return "", nil
+	}
+	t := st.FindContainer(s.target)
+	if t == nil {
+		return "", fmt.Errorf("unable to find target container %v", s.target)
+	}
+	return t.ID, nil
 }
 
 // syncProbes tells the probe workers which containers run now.
