@@ -172,13 +172,11 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	}
 	store := a.staticPods(recorder)
 	pods := podReconciler(mgr, cfg, cri, pleg, recorder, ips, a.standalone)
-	if !a.standalone {
-		if pods.Services, err = controllers.NewAPIServices(ctx, mgr.GetCache()); err != nil {
-			return err
-		}
-	}
 	pods.Probes = &probes.Manager{Exec: cri, Clock: clock.RealClock{}, Recorder: recorder, OnChange: pods.Enqueue}
 	pods.Volumes = a.volumes(pods)
+	if pods.Sysctls, err = sysctlAllowlist(ctx, cfg); err != nil {
+		return err
+	}
 	if store != nil {
 		pods.Static, pods.StaticKinds = store, a.staticKinds()
 	}
@@ -468,6 +466,20 @@ func podReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, pl
 	}
 	r.RegisterMetrics(ctrlmetrics.Registry)
 	return r
+}
+
+// sysctlAllowlist is the kubelet's sysctl admission: the safe sysctls this kernel namespaces, plus
+// allowedUnsafeSysctls. Without a kernel version, only the safe sysctls any kernel has are allowed.
+func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*controllers.SysctlAllowlist, error) {
+	release, err := machine.Reader{}.KernelRelease()
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Kernel version unknown, dropping the safe sysctls that need a recent kernel")
+	}
+	a, err := controllers.NewSysctlAllowlist(release, cfg.Kubelet.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
+	}
+	return a, nil
 }
 
 func derefString(p *string) string {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	goruntime "runtime"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +18,8 @@ const (
 	reasonOutOfEphemeralStorage = "OutOfephemeral-storage"
 	reasonOutOfPods             = "OutOfpods"
 	reasonNodeAffinity          = "NodeAffinity"
+	reasonPodOSSelector         = "PodOSSelectorNodeLabelDoesNotMatch"
+	reasonPodOSNotSupported     = "PodOSNotSupported"
 )
 
 // admissionResult says whether a pod may start on the node, and if not why (kubelet reason/message).
@@ -26,16 +29,53 @@ type admissionResult struct {
 	message string
 }
 
-// admit checks a pod against the node's allocatable minus what the admitted pods request, and against
-// the node's labels (nodeSelector and required node affinity), as the kubelet's predicate admit handler
-// does. The first failure is reported.
+// runAdmitHandlers runs the kubelet's pod admit handlers that nodelet has, in the kubelet's order: the
+// sysctl allowlist, then the predicates (admit). The first rejection is reported.
+func runAdmitHandlers(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod, sysctls *SysctlAllowlist) admissionResult {
+	if res := sysctls.admit(pod); !res.admit {
+		return res
+	}
+	return admit(pod, node, admitted)
+}
+
+// admit is the kubelet's predicate admit handler: the pod's OS (its kubernetes.io/os label and
+// spec.os) must be the node's, then it must fit in the node's allocatable minus what the admitted pods
+// request, and match the node's labels (nodeSelector and required node affinity). The first failure is
+// reported.
 func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
+	if res := admitOS(pod, goruntime.GOOS); !res.admit {
+		return res
+	}
+	if res := admitResources(pod, node, admitted); !res.admit {
+		return res
+	}
 	if node != nil {
 		if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
 			return admissionResult{reason: reasonNodeAffinity,
 				message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"}
 		}
 	}
+	return admissionResult{admit: true}
+}
+
+// admitOS rejects a pod meant for another OS than the node's: by its kubernetes.io/os label (the
+// kubelet compares the pod's label, the node's label being its own OS whatever it says), then by
+// spec.os.name.
+func admitOS(pod *corev1.Pod, nodeOS string) admissionResult {
+	if os, ok := pod.Labels[corev1.LabelOSStable]; ok && os != nodeOS {
+		return admissionResult{reason: reasonPodOSSelector,
+			message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+		return admissionResult{reason: reasonPodOSNotSupported,
+			message: "Failed to admit pod as the OS field doesn't match node OS"}
+	}
+	return admissionResult{admit: true}
+}
+
+// admitResources checks the pod count, then CPU, memory and ephemeral storage against the node's
+// allocatable minus what the admitted pods request.
+func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
 	alloc := corev1.ResourceList{}
 	if node != nil {
 		alloc = node.Status.Allocatable

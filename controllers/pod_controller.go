@@ -91,8 +91,6 @@ type PodReconciler struct {
 	Probes proberManager
 	// Volumes prepares and tears down pods' volumes (nil: pods get no volume mounts).
 	Volumes volumeManager
-	// Services are the cluster's Services, for service environment variables (nil: none, standalone mode).
-	Services serviceLister
 	// Static holds the static pods (nil: none); StaticKinds are its configured sources ("file", "http").
 	// Client may be nil in standalone mode (no API server).
 	Static      staticStore
@@ -110,6 +108,8 @@ type PodReconciler struct {
 	ResyncPeriod time.Duration
 	// NodeAllocatable returns the resources pods may use (for admission and resourceFieldRef defaults).
 	Node func(ctx context.Context) (*corev1.Node, error)
+	// Sysctls are the sysctls pods may set (nil: the safe sysctls of any kernel).
+	Sysctls *SysctlAllowlist
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker

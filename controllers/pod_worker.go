@@ -223,7 +223,7 @@ func (r *PodReconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.
 			node = n
 		}
 	}
-	res := admit(pod, node, r.admittedPods(pod.UID))
+	res := runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.Sysctls)
 	if res.admit {
 		w.admitted = true
 		return false

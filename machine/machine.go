@@ -69,8 +69,8 @@ func (r Reader) Info() (Info, error) {
 	if info.BootID, err = r.readTrimmed("/proc/sys/kernel/random/boot_id"); err != nil {
 		return info, fmt.Errorf("read boot ID: %w", err)
 	}
-	if info.KernelVersion, err = r.readTrimmed("/proc/sys/kernel/osrelease"); err != nil {
-		return info, fmt.Errorf("read kernel version: %w", err)
+	if info.KernelVersion, err = r.KernelRelease(); err != nil {
+		return info, err
 	}
 	info.OSImage = r.osImage()
 	mem, err := r.meminfo()
