@@ -172,6 +172,11 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	}
 	store := a.staticPods(recorder)
 	pods := podReconciler(mgr, cfg, cri, pleg, recorder, ips, a.standalone)
+	if !a.standalone {
+		if pods.Services, err = controllers.NewAPIServices(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
+	}
 	pods.Probes = &probes.Manager{Exec: cri, Clock: clock.RealClock{}, Recorder: recorder, OnChange: pods.Enqueue}
 	pods.Volumes = a.volumes(pods)
 	if pods.Sysctls, err = sysctlAllowlist(ctx, cfg); err != nil {

@@ -91,6 +91,8 @@ type PodReconciler struct {
 	Probes proberManager
 	// Volumes prepares and tears down pods' volumes (nil: pods get no volume mounts).
 	Volumes volumeManager
+	// Services are the cluster's Services, for service environment variables (nil: none, standalone mode).
+	Services serviceLister
 	// Static holds the static pods (nil: none); StaticKinds are its configured sources ("file", "http").
 	// Client may be nil in standalone mode (no API server).
 	Static      staticStore

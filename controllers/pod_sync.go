@@ -84,6 +84,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.P
 }
 
 func (r *PodReconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	r.reportMissingClusterDNS(pod)
 	cfg, err := runtime.SandboxConfig(pod, attempt, r.Sandbox)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox config for pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -221,8 +222,12 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 			memCapacity = n.Status.Capacity.Memory().Value()
 		}
 	}
+	serviceEnv, err := r.serviceEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
 	env, _, err := runtime.MakeEnvironment(ctx, pod, c, runtime.EnvOptions{
-		NodeName: r.NodeName, HostIPs: r.HostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc,
+		NodeName: r.NodeName, HostIPs: r.HostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
 	}, r.Secrets)
 	if err != nil {
 		return nil, err
@@ -251,11 +256,28 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	if err != nil {
 		return nil, err
 	}
+	targetID, err := targetContainerID(s, st)
+	if err != nil {
+		return nil, err
+	}
 	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
 		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
-		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog},
+		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})
+}
+
+// targetContainerID is the runtime ID of an ephemeral container's target (its newest attempt), as the
+// kubelet's getTargetID resolves it; "" without a target.
+func targetContainerID(s startAction, st *runtime.PodStatus) (string, error) {
+	if s.target == "" {
+		return "", nil
+	}
+	t := st.FindContainer(s.target)
+	if t == nil {
+		return "", fmt.Errorf("unable to find target container %v", s.target)
+	}
+	return t.ID, nil
 }
 
 // syncProbes tells the probe workers which containers run now.
