@@ -22,6 +22,9 @@ import (
 // defaultGracePeriod is the API's default terminationGracePeriodSeconds.
 const defaultGracePeriod = 30
 
+// minStopTimeout is the shortest stop timeout a container gets (the kubelet's minimumGracePeriodInSeconds).
+const minStopTimeout = 2
+
 // killOp is a stop of a pod's containers running in the background.
 type killOp struct {
 	grace    int64
@@ -205,10 +208,9 @@ func (r *PodReconciler) killContainer(ctx context.Context, pod *corev1.Pod, k ki
 	}
 	defer order.done(c.Name)
 	order.waitForTurn(ctx, r.Clock, c.Name, deadline)
-	remaining := int64(deadline.Sub(r.Clock.Now()).Round(time.Second) / time.Second)
-	if remaining < 0 {
-		remaining = 0
-	}
+	// As the kubelet, always leave a container a short window to stop before SIGKILL, even when the
+	// preStop hook or the wait for its turn used up the grace period.
+	remaining := max(int64(deadline.Sub(r.Clock.Now()).Round(time.Second)/time.Second), minStopTimeout)
 	if err := r.Runtime.StopContainer(ctx, c.ID, remaining); err != nil && !errors.Is(err, runtime.ErrNotFound) && ctx.Err() == nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to stop container", "containerID", c.ID, "container", c.Name)
 	}
