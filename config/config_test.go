@@ -536,7 +536,6 @@ func TestFlagErrors(t *testing.T) {
 		{"bad cluster dns", []string{"--cluster-dns=dns"}, []string{"clusterDNS[0]"}},
 		{"bad metrics address", []string{"--metrics-bind-address=nope"}, []string{"--metrics-bind-address"}},
 		{"empty hostname override", []string{"--hostname-override= "}, []string{"hostname"}},
-		{"removed pod infra image", []string{"--pod-infra-container-image=registry.k8s.io/pause:3.10"}, []string{"--pod-infra-container-image", "v1.35"}},
 		{"removed network plugin", []string{"--network-plugin=cni"}, []string{"--network-plugin", "removed from the kubelet"}},
 		{"removed container runtime", []string{"--container-runtime", "remote"}, []string{"--container-runtime", "v1.27"}},
 		{"removed klog flag alone", []string{"--logtostderr"}, []string{"--logtostderr", "v1.26"}},

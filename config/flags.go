@@ -81,26 +81,27 @@ func addCredentialFlags(fs *pflag.FlagSet, c *Config) {
 // addNoEffectFlags accepts the kubelet's flags for features nodelet does not have; each one given is
 // reported once at start-up.
 func addNoEffectFlags(fs *pflag.FlagSet) {
-	var (
-		s string
-		b bool
-		i int32
-		d time.Duration
-	)
-	fs.StringVar(&s, "runtime-cgroups", "", "Cgroup to run the container runtime in (no effect on nodelet).")
+	// Each flag keeps its own value (fs.String and the like), so that the start-up notice names what was given.
+	fs.String("runtime-cgroups", "", "Cgroup to run the container runtime in (no effect on nodelet).")
 	noEffect(fs, "runtime-cgroups", "nodelet does not manage the runtime's cgroup")
-	fs.StringVar(&s, "image-credential-provider-config", "", "Credential provider plugin config (no effect on nodelet).")
+	fs.String("image-credential-provider-config", "", "Credential provider plugin config (no effect on nodelet).")
 	noEffect(fs, "image-credential-provider-config", "nodelet has no image credential provider plugins")
-	fs.StringVar(&s, "image-credential-provider-bin-dir", "", "Credential provider plugin binaries (no effect on nodelet).")
+	fs.String("image-credential-provider-bin-dir", "", "Credential provider plugin binaries (no effect on nodelet).")
 	noEffect(fs, "image-credential-provider-bin-dir", "nodelet has no image credential provider plugins")
-	fs.DurationVar(&d, "housekeeping-interval", 10*time.Second, "cAdvisor housekeeping interval (no effect on nodelet).")
+	fs.Duration("housekeeping-interval", 10*time.Second, "cAdvisor housekeeping interval (no effect on nodelet).")
 	noEffect(fs, "housekeeping-interval", "nodelet has no cAdvisor")
+	// Removed from the kubelet in v1.35, but kubeadm-flags.env files of clusters set up before that still carry
+	// it: accepted (hidden) so that such a node can be handed over, and ignored as the sandbox image is the
+	// runtime's setting.
+	fs.String("pod-infra-container-image", "", "Removed from the kubelet in v1.35 (no effect on nodelet).")
+	fs.Lookup("pod-infra-container-image").Hidden = true
+	noEffect(fs, "pod-infra-container-image", "the sandbox image is configured in the container runtime (flag removed from the kubelet in v1.35)")
 	const deprecated = "deprecated kubelet flag for a feature nodelet does not have"
-	fs.DurationVar(&d, "minimum-container-ttl-duration", 0, "Deprecated in the kubelet (no effect on nodelet).")
-	fs.Int32Var(&i, "maximum-dead-containers-per-container", 1, "Deprecated in the kubelet (no effect on nodelet).")
-	fs.Int32Var(&i, "maximum-dead-containers", -1, "Deprecated in the kubelet (no effect on nodelet).")
-	fs.StringVar(&s, "experimental-mounter-path", "", "Deprecated in the kubelet (no effect on nodelet).")
-	fs.BoolVar(&b, "experimental-allocatable-ignore-eviction", false, "Deprecated in the kubelet (no effect on nodelet).")
+	fs.Duration("minimum-container-ttl-duration", 0, "Deprecated in the kubelet (no effect on nodelet).")
+	fs.Int32("maximum-dead-containers-per-container", 1, "Deprecated in the kubelet (no effect on nodelet).")
+	fs.Int32("maximum-dead-containers", -1, "Deprecated in the kubelet (no effect on nodelet).")
+	fs.String("experimental-mounter-path", "", "Deprecated in the kubelet (no effect on nodelet).")
+	fs.Bool("experimental-allocatable-ignore-eviction", false, "Deprecated in the kubelet (no effect on nodelet).")
 	for _, name := range []string{"minimum-container-ttl-duration", "maximum-dead-containers-per-container",
 		"maximum-dead-containers", "experimental-mounter-path", "experimental-allocatable-ignore-eviction"} {
 		noEffect(fs, name, deprecated)
@@ -109,7 +110,6 @@ func addNoEffectFlags(fs *pflag.FlagSet) {
 
 // removedFlags are flags older kubelets had and kubelet v1.37 rejects, with the release that removed them.
 var removedFlags = map[string]string{
-	"pod-infra-container-image":              "v1.35 (the sandbox image is configured in the container runtime)",
 	"container-runtime":                      "v1.27 (only remote CRI runtimes remain: use --container-runtime-endpoint)",
 	"network-plugin":                         "v1.24 (networking is the CRI runtime's CNI configuration)",
 	"network-plugin-mtu":                     "v1.24 (networking is the CRI runtime's CNI configuration)",
