@@ -12,17 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
 )
 
-var _ = Describe("Pod reconciler: readiness gates and ephemeral containers", func() {
+var _ = Describe("Pod reconciler: readiness gates, ephemeral containers, sidecar termination", func() {
 	var (
 		ns       string
 		nodeName string
 		rt       *fake.Runtime
+		cri      *runtime.Client
 		ctx      = context.Background()
 	)
 
@@ -54,7 +56,6 @@ var _ = Describe("Pod reconciler: readiness gates and ephemeral containers", fun
 		nodeName = "gates-" + utilrand.String(6)
 		ns = "ns-" + utilrand.String(6)
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		var cri *runtime.Client
 		rt, cri = startFakeRuntime()
 		rt.AddImage("docker.io/library/busybox:latest", 1<<20)
 		newPodBed(nodeName, rt, cri)
@@ -165,6 +166,39 @@ var _ = Describe("Pod reconciler: readiness gates and ephemeral containers", fun
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(attempts("debugged", "debugger2")).To(BeEmpty())
 		}, 10*time.Second).Should(Succeed())
+	})
+
+	// The upstream "Restartable Init Container Lifecycle Hook should execute prestop http hook properly"
+	// pod: the second sidecar's preStop hook needs the first sidecar, which must stop after it.
+	It("runs every preStop hook at once and stops sidecars after the main container, the last declared first", func() {
+		always := ptr.To(corev1.ContainerRestartPolicyAlways)
+		Expect(admin.Create(ctx, busyboxPod(ns, "sidecars", nodeName, func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{
+				{Name: "container-redirect", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: always},
+				{Name: "hooked", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: always,
+					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}},
+			}
+		}))).To(Succeed())
+		ids := map[string]string{}
+		Eventually(func(g Gomega) {
+			for _, n := range []string{"container-redirect", "hooked", "app"} {
+				ids[n] = running(g, "sidecars", n).Id
+			}
+		}, 10*time.Second).Should(Succeed())
+		rt.ResetCalls()
+		Expect(admin.Delete(ctx, busyboxPod(ns, "sidecars", nodeName))).To(Succeed())
+		finished := map[string]int64{}
+		Eventually(func(g Gomega) {
+			for n, id := range ids {
+				st, err := cri.ContainerStatus(ctx, id, false)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(st.Status.State).To(Equal(runtimeapi.ContainerState_CONTAINER_EXITED), n)
+				finished[n] = st.Status.FinishedAt
+			}
+		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
+		Expect(rt.Calls()).To(ContainElement("ExecSync"), "the preStop hook ran")
+		Expect(finished["hooked"]).To(BeNumerically(">=", finished["app"]), "sidecars stop after the main container")
+		Expect(finished["container-redirect"]).To(BeNumerically(">=", finished["hooked"]), "the first sidecar stops last")
 	})
 })
 
