@@ -62,7 +62,7 @@ func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admission
 // kubelet compares the pod's label, the node's label being its own OS whatever it says), then by
 // spec.os.name.
 func admitOS(pod *corev1.Pod, nodeOS string) admissionResult {
-	if os, ok := pod.Labels[corev1.LabelOSStable]; ok && os != nodeOS {
+	if label, ok := pod.Labels[corev1.LabelOSStable]; ok && label != nodeOS {
 		return admissionResult{reason: reasonPodOSSelector,
 			message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
 	}
