@@ -58,19 +58,18 @@ func resetOf(containers []corev1.Container, st *runtime.PodStatus) (sources, tar
 	return sources, targets
 }
 
-// restartingAllContainers is the AllContainersRestarting condition of the status the pod has now, which
-// the kubelet hands to its runtime sync: true while a RestartAllContainers rule fired and containers of
-// the pod are still to be removed.
-func (r *PodReconciler) restartingAllContainers(w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) bool {
+// restartingAllContainers is the AllContainersRestarting condition of the status the pod has before this
+// sync acts, which the kubelet hands to its runtime sync: true while a RestartAllContainers rule fired
+// and containers of the pod are still to be removed. Like the kubelet's status manager, the worker keeps
+// that status as the one the next status builds on: the sync that finds every container gone thus ends
+// the restart (the condition turns false) before the first init container starts again.
+func (r *PodReconciler) restartingAllContainers(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) bool {
 	if !podrules.AllContainersCouldRestart(&pod.Spec) {
 		return false
 	}
-	p := pod
-	if w.lastStatus != nil {
-		p = pod.DeepCopy()
-		p.Status = *w.lastStatus
-	}
-	return podstatus.AllContainersRestarting(podstatus.Input{Pod: p, Runtime: st, Now: r.Clock.Now()})
+	s := r.computeStatus(ctx, w, pod, &pod.Status, st)
+	w.lastStatus = &s
+	return podstatus.AllContainersRestarting(&s)
 }
 
 // resetPod stops (without preStop hooks) and removes the pod's containers for RestartAllContainers, one

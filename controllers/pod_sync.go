@@ -21,7 +21,7 @@ import (
 func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
 	var res result
 	r.syncProbes(pod, st)
-	restartAll := r.restartingAllContainers(w, pod, st)
+	restartAll := r.restartingAllContainers(ctx, w, pod, st)
 	acts := computePodActions(pod, st, r.probeResults(), restartAll)
 	if acts.killPod {
 		r.Recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")

@@ -49,14 +49,10 @@ func (b *builder) allContainersGone() bool {
 	return true
 }
 
-// AllContainersRestarting reports whether the AllContainersRestarting condition of the status the kubelet
-// generates for in is true: a RestartAllContainers rule fired (now, or earlier as the old status says),
-// the pod's phase is not terminal and the runtime still holds some of its init or regular containers. The
-// kubelet hands this to its runtime sync, which then removes every container of the pod.
-func AllContainersRestarting(in Input) bool {
-	if in.Pod == nil || !podrules.AllContainersCouldRestart(&in.Pod.Spec) {
-		return false
-	}
-	s := newBuilder(in).generate()
+// AllContainersRestarting reports whether s, a status Compute returned, has the AllContainersRestarting
+// condition true: a RestartAllContainers rule fired (now, or earlier as the old status says), the pod's
+// phase is not terminal and the runtime still holds some of its init or regular containers. The kubelet
+// hands this to its runtime sync, which then removes every container of the pod.
+func AllContainersRestarting(s *corev1.PodStatus) bool {
 	return conditionTrue(s.Conditions, corev1.AllContainersRestarting)
 }

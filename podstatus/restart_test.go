@@ -97,7 +97,8 @@ func TestAllContainersRestarting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := AllContainersRestarting(baseInput(tt.pod, tt.rt)); got != tt.want {
+			s := Compute(baseInput(tt.pod, tt.rt))
+			if got := AllContainersRestarting(&s); got != tt.want {
 				t.Errorf("AllContainersRestarting = %v, want %v", got, tt.want)
 			}
 		})
