@@ -47,7 +47,7 @@ func (r *PodReconciler) computeStatus(ctx context.Context, w *podWorker, pod *co
 	in := podstatus.Input{
 		API: api,
 		Pod: pod, Runtime: st, Waiting: r.waitingSnapshot(w), HostIPs: r.HostIPs, Override: w.override,
-		Terminating: w.state >= terminating, Terminated: w.state == terminated,
+		Terminating: w.stage() >= terminating, Terminated: w.stage() == terminated,
 		RuntimeName: r.runtimeName(ctx), Now: r.Clock.Now(),
 		TerminationMessage: func(c *runtime.ContainerStatus) string {
 			return runtime.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)

@@ -66,7 +66,7 @@ func (r *PodReconciler) gracePeriod(w *podWorker, pod *corev1.Pod) int64 {
 // the grace period, then tear the sandbox down, write the final status and, for a deleted pod, remove
 // the API object.
 func (r *PodReconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
-	if w.state == terminating {
+	if w.stage() == terminating {
 		if w.terminatingSince.IsZero() {
 			w.terminatingSince = r.Clock.Now()
 		}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,14 +29,24 @@ func (l lifecycle) String() string {
 // podWorker is the agent's memory of one pod UID. Everything in it can be rebuilt from the runtime and
 // the API after a restart; it only remembers what the runtime does not say (admission, grace periods,
 // waiting reasons, background work in flight).
+//
+// Who may touch what: a worker is driven by the reconcile of its key, which the workqueue never runs
+// twice at once; the fields below without a note belong to that reconcile alone. Other pods' reconciles
+// read a worker during their admission (admittedPods), so what admission reads is shared: the state and
+// admitted flag are atomics (read them with stage and isAdmitted), and pod is written only under the
+// reconciler's mu. Background work (hooks, kills) reaches a worker only through mu (waiting, postStart)
+// or by enqueueing its key.
 type podWorker struct {
 	uid types.UID
 	key types.NamespacedName
 	// pod is the last desired pod seen (kept after the API object is gone, to terminate it properly).
+	// Guarded by the reconciler's mu for writes; the object it points to is never changed.
 	pod *corev1.Pod
 
-	state    lifecycle
-	admitted bool
+	// state is a lifecycle, read by other pods' admission: only through stage and setState.
+	state atomic.Int32
+	// admitted is read by other pods' admission: only through isAdmitted and setAdmitted.
+	admitted atomic.Bool
 	override *podstatus.Override
 	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds).
 	syncedAt time.Time
@@ -56,12 +67,23 @@ type podWorker struct {
 	startObserved bool
 }
 
+// stage is the worker's lifecycle now.
+func (w *podWorker) stage() lifecycle { return lifecycle(w.state.Load()) }
+
 // setState moves the lifecycle forward only.
 func (w *podWorker) setState(s lifecycle) {
-	if s > w.state {
-		w.state = s
+	for {
+		cur := w.state.Load()
+		if int32(s) <= cur || w.state.CompareAndSwap(cur, int32(s)) {
+			return
+		}
 	}
 }
+
+// isAdmitted reports whether the pod passed admission (or was found running, which needs none).
+func (w *podWorker) isAdmitted() bool { return w.admitted.Load() }
+
+func (w *podWorker) setAdmitted() { w.admitted.Store(true) }
 
 // workersFor returns the workers of every UID known under key: from earlier syncs, from the runtime (a
 // restart, or pods left by an earlier run) and the desired pod.
@@ -135,7 +157,7 @@ func (r *PodReconciler) admittedPods(except types.UID) []*corev1.Pod {
 	defer r.mu.Unlock()
 	var out []*corev1.Pod
 	for uid, w := range r.workers {
-		if uid != except && w.admitted && w.state != terminated && w.pod != nil {
+		if uid != except && w.isAdmitted() && w.stage() != terminated && w.pod != nil {
 			out = append(out, w.pod)
 		}
 	}
@@ -148,15 +170,15 @@ func (r *PodReconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev
 	if err != nil {
 		return result{}, err
 	}
-	if w.state == syncing && !w.admitted {
+	if w.stage() == syncing && !w.isAdmitted() {
 		if done := r.admitPod(ctx, w, pod, status); done {
 			return r.writeStatus(ctx, w, pod, status)
 		}
 	}
-	if w.state == syncing && r.shouldTerminate(ctx, w, pod) {
+	if w.stage() == syncing && r.shouldTerminate(ctx, w, pod) {
 		w.setState(terminating)
 	}
-	if w.state == syncing {
+	if w.stage() == syncing {
 		return r.syncPod(ctx, w, pod, status)
 	}
 	return r.terminatePod(ctx, w, pod, status)
@@ -213,7 +235,7 @@ func (r *PodReconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.
 		return false
 	}
 	if len(status.Sandboxes) > 0 || len(status.Containers) > 0 {
-		w.admitted = true
+		w.setAdmitted()
 		return false
 	}
 	var node *corev1.Node
@@ -225,7 +247,7 @@ func (r *PodReconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.
 	}
 	res := runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.Sysctls)
 	if res.admit {
-		w.admitted = true
+		w.setAdmitted()
 		return false
 	}
 	ctrl := r.Recorder
