@@ -13,9 +13,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -135,7 +135,7 @@ func (r *PodReconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *cor
 			host = r.HostIPs[0]
 		}
 	}
-	port, err := resolvePort(g.Port, c)
+	port, err := podrules.ResolvePort(g.Port, c)
 	if err != nil {
 		return err
 	}
@@ -162,22 +162,4 @@ func (r *PodReconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *cor
 		return fmt.Errorf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %s", g.Path, c.Name, pod.Name, resp.Status)
 	}
 	return nil
-}
-
-// resolvePort turns a numbered or named port into a number using the container's ports.
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	if c != nil {
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				return int(cp.ContainerPort), nil
-			}
-		}
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
-	}
-	return 0, fmt.Errorf("couldn't find port %q in container", p.StrVal)
 }

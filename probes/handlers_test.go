@@ -43,7 +43,7 @@ func TestReadinessHandlers(t *testing.T) {
 			handler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}}},
 		{name: "exec exit 1", exit: 1, wantEvent: "Readiness probe failed: not ready\n",
 			handler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}}},
-		{name: "unknown port name", wantEvent: `Readiness probe errored and resulted in unknown state: port "nope" not found in container "app"`,
+		{name: "unknown port name", wantEvent: `Readiness probe errored and resulted in unknown state: port "nope" not found`,
 			handler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("nope")}}},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // userAgent is the kubelet's probe User-Agent for this Kubernetes minor.
@@ -82,7 +84,7 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 // be named, custom headers are sent as given (a Host header sets the request's host), with the kubelet's
 // User-Agent and Accept defaults.
 func newHTTPRequest(ctx context.Context, a *corev1.HTTPGetAction, c *corev1.Container, podIP string) (*http.Request, error) {
-	port, err := resolvePort(a.Port, c)
+	port, err := podrules.ResolvePort(a.Port, c)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nodelet/nodelet/podrules"
@@ -92,7 +91,7 @@ func (m *Manager) runProbe(ctx context.Context, w *worker) outcome {
 // probeTCP resolves a tcpSocket probe's host and port and runs it.
 func (m *Manager) probeTCP(ctx context.Context, w *worker, timeout time.Duration) outcome {
 	a := w.spec.TCPSocket
-	port, err := resolvePort(a.Port, w.container)
+	port, err := podrules.ResolvePort(a.Port, w.container)
 	if err != nil {
 		return unknown(err)
 	}
@@ -162,29 +161,4 @@ func containerRef(pod *corev1.Pod, name string) *corev1.ObjectReference {
 		ref.FieldPath = "spec.initContainers{" + name + "}"
 	}
 	return ref
-}
-
-// resolvePort returns a probe's port: a number, or the name of one of the container's ports.
-func resolvePort(port intstr.IntOrString, c *corev1.Container) (int, error) {
-	n := int(port.IntVal)
-	if port.Type == intstr.String {
-		var err error
-		if n, err = namedPort(c, port.StrVal); err != nil {
-			return 0, err
-		}
-	}
-	if n <= 0 || n > 65535 {
-		return 0, fmt.Errorf("invalid port number: %d", n)
-	}
-	return n, nil
-}
-
-// namedPort looks a port up by name in the container's ports.
-func namedPort(c *corev1.Container, name string) (int, error) {
-	for _, p := range c.Ports {
-		if p.Name == name {
-			return int(p.ContainerPort), nil
-		}
-	}
-	return 0, fmt.Errorf("port %q not found in container %q", name, c.Name)
 }
