@@ -45,6 +45,13 @@ e2e: build ## End-to-end suite on a real bed: etcd, kube-apiserver, scheduler, c
 conformance: ## Upstream e2e [NodeConformance] specs on a bed of their own (AGENT=kubelet: the real kubelet; FOCUS=, SKIP=, PROCS=).
 	bash hack/conformance.sh
 
+# The fixed subset CI runs on every submission: the [Conformance] specs among the [NodeConformance] ones (141).
+CONFORMANCE_CI_FOCUS := \[NodeConformance\].*\[Conformance\]|\[Conformance\].*\[NodeConformance\]
+
+.PHONY: conformance-ci
+conformance-ci: build ## The conformance subset CI runs: [Conformance] specs of [NodeConformance] with nodelet.
+	FOCUS='$(CONFORMANCE_CI_FOCUS)' NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh
+
 .PHONY: testbins
 testbins: ## Build (once) the test bed binaries from the Go module proxy.
 	bash hack/build-testbins.sh all

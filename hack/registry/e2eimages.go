@@ -19,6 +19,7 @@ func init() {
 	served["agnhost"] = []string{"e2e-test-images/agnhost:2.66.1", "e2e-test-images/agnhost:2.55"}
 	served["nonroot"] = []string{"e2e-test-images/nonroot:1.5"}
 	served["nonewprivs"] = []string{"e2e-test-images/nonewprivs:1.4"}
+	served["glibc-dns-testing"] = []string{"e2e-test-images/glibc-dns-testing:2.1.1"}
 }
 
 // addE2EImages builds agnhost, nonroot and nonewprivs on top of the busybox tree.
@@ -43,8 +44,25 @@ func addE2EImages(images map[string]*ociImage, root []entry, src sources) error 
 	if err != nil {
 		return fmt.Errorf("nonewprivs: %w", err)
 	}
+	dns, err := glibcDNSImage(root)
+	if err != nil {
+		return fmt.Errorf("glibc-dns-testing: %w", err)
+	}
 	images["agnhost"], images["nonroot"], images["nonewprivs"] = agn, nonroot, nonewprivs
+	images["glibc-dns-testing"] = dns
 	return nil
+}
+
+// glibcDNSImage: the upstream image is Debian with glibc's resolver; the specs run `hostname -f` in it, which
+// resolves the pod's own name through /etc/hosts with glibc's NSS. The host's (glibc) hostname with its
+// libraries and an nsswitch.conf give that on the busybox tree.
+func glibcDNSImage(root []entry) (*ociImage, error) {
+	files, err := hostBinary("/usr/bin/hostname", "usr/bin/hostname")
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, file("etc/nsswitch.conf", 0o644, []byte("hosts: files dns\nnetworks: files\n")))
+	return image(merge(root, files), v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}})
 }
 
 // agnhostImage: /agnhost (and /agnhost-2) on the busybox tree with the tools the specs call inside it — bash,
