@@ -83,10 +83,10 @@ func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) 
 	if q, ok := alloc[corev1.ResourcePods]; ok && int64(len(admitted))+1 > q.Value() {
 		return insufficient(corev1.ResourcePods, 1, int64(len(admitted)), q.Value())
 	}
-	want := podRequests(pod)
+	want := podrules.PodRequests(pod, podrules.ResourceOptions{})
 	used := corev1.ResourceList{}
 	for _, p := range admitted {
-		addResources(used, podRequests(p))
+		addResources(used, podrules.PodRequests(p, podrules.ResourceOptions{}))
 	}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		capacity, ok := alloc[name]
@@ -119,48 +119,10 @@ func insufficient(name corev1.ResourceName, requested, used, capacity int64) adm
 		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
 }
 
-// podRequests is what a pod asks of the node: the larger of its regular containers plus sidecars and its
-// largest init container (with the sidecars started before it), plus overhead; pod-level resources win.
-func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	if pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0 {
-		out := pod.Spec.Resources.Requests.DeepCopy()
-		addResources(out, pod.Spec.Overhead)
-		return out
-	}
-	regular := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		addResources(regular, pod.Spec.Containers[i].Resources.Requests)
-	}
-	sidecars := corev1.ResourceList{}
-	initMax := corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if podrules.IsSidecar(c) {
-			addResources(sidecars, c.Resources.Requests)
-			addResources(regular, c.Resources.Requests)
-			continue
-		}
-		step := sidecars.DeepCopy()
-		addResources(step, c.Resources.Requests)
-		maxResources(initMax, step)
-	}
-	maxResources(regular, initMax)
-	addResources(regular, pod.Spec.Overhead)
-	return regular
-}
-
 func addResources(into, add corev1.ResourceList) {
 	for k, v := range add {
 		q := into[k]
 		q.Add(v)
 		into[k] = q
-	}
-}
-
-func maxResources(into, other corev1.ResourceList) {
-	for k, v := range other {
-		if q, ok := into[k]; !ok || v.Cmp(q) > 0 {
-			into[k] = v.DeepCopy()
-		}
 	}
 }

@@ -81,19 +81,6 @@ func IsSupportedPodLevelResource(name corev1.ResourceName) bool {
 	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || isHugePages(name)
 }
 
-// PodLevelLimitsSet says whether the pod's spec.resources.limits sets a supported resource.
-func PodLevelLimitsSet(pod *corev1.Pod) bool {
-	if pod.Spec.Resources == nil {
-		return false
-	}
-	for name := range pod.Spec.Resources.Limits {
-		if IsSupportedPodLevelResource(name) {
-			return true
-		}
-	}
-	return false
-}
-
 func isHugePages(name corev1.ResourceName) bool {
 	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // CFS constants of the kubelet's container manager (pkg/kubelet/cm/helpers_linux.go).
@@ -126,7 +128,8 @@ func podSysctls(pod *corev1.Pod) map[string]string {
 
 // sandboxResources are the pod's aggregate requests and limits, overhead excluded.
 func sandboxResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
-	req, lim := podRequests(pod), podLimits(pod)
+	opts := podrules.ResourceOptions{ExcludeOverhead: true}
+	req, lim := podrules.PodRequests(pod, opts), podrules.PodLimits(pod, opts)
 	cpuRequest := lim[corev1.ResourceCPU]
 	if q, ok := req[corev1.ResourceCPU]; ok {
 		cpuRequest = q
@@ -200,7 +203,7 @@ func containerResources(pod *corev1.Pod, c *corev1.Container, opts ContainerOpti
 // containerLimit is the container's limit, or the pod-level one when the container sets none.
 func containerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceName) resource.Quantity {
 	lim := c.Resources.Limits[name]
-	if lim.IsZero() && isPodLevelResourcesSet(pod) {
+	if lim.IsZero() && podrules.PodLevelResourcesSet(pod) {
 		return pod.Spec.Resources.Limits[name]
 	}
 	return lim
@@ -210,7 +213,7 @@ func containerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceNa
 // pod-level one, else 0. Without known host sizes, the sizes asked for are listed.
 func hugepageLimits(pod *corev1.Pod, c *corev1.Container, sizes []string) []*runtimeapi.HugepageLimit {
 	required := map[string]uint64{}
-	if isPodLevelResourcesSet(pod) {
+	if podrules.PodLevelResourcesSet(pod) {
 		addHugepageLimits(required, pod.Spec.Resources.Limits)
 	}
 	addHugepageLimits(required, c.Resources.Limits)

@@ -33,7 +33,7 @@ func GetPodQOS(pod *corev1.Pod) corev1.PodQOSClass {
 
 // ComputePodQOS evaluates the pod's resources, ignoring the QoS class recorded in its status.
 func ComputePodQOS(pod *corev1.Pod) corev1.PodQOSClass {
-	if isPodLevelResourcesSet(pod) {
+	if podrules.PodLevelResourcesSet(pod) {
 		return requirementsQOS(pod.Spec.Resources)
 	}
 	var class corev1.PodQOSClass
@@ -86,26 +86,6 @@ func resourceQOS(r *corev1.ResourceRequirements, name corev1.ResourceName) corev
 	}
 }
 
-func hasSupportedPodLevelResource(l corev1.ResourceList) bool {
-	for name := range l {
-		if podrules.IsSupportedPodLevelResource(name) {
-			return true
-		}
-	}
-	return false
-}
-
-// isPodLevelResourcesSet tells whether spec.resources sets a supported resource.
-func isPodLevelResourcesSet(pod *corev1.Pod) bool {
-	r := pod.Spec.Resources
-	return r != nil && (hasSupportedPodLevelResource(r.Requests) || hasSupportedPodLevelResource(r.Limits))
-}
-
-// isPodLevelRequestsSet tells whether spec.resources.requests sets a supported resource.
-func isPodLevelRequestsSet(pod *corev1.Pod) bool {
-	return pod.Spec.Resources != nil && hasSupportedPodLevelResource(pod.Spec.Resources.Requests)
-}
-
 // isCriticalPod: static and mirror pods, and pods at system-critical priority or above.
 func isCriticalPod(pod *corev1.Pod) bool {
 	if podrules.IsStaticPod(pod) || podrules.IsMirrorPod(pod) {
@@ -136,7 +116,7 @@ func OOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) 
 		return besteffortOOMScoreAdj - 1
 	}
 	var extra int64
-	if isPodLevelRequestsSet(pod) {
+	if podrules.PodLevelRequestsSet(pod) {
 		extra = remainingPodMemoryPerContainer(pod)
 	}
 	adj := 1000 - 1000*(c.Resources.Requests.Memory().Value()+extra)/memoryCapacity
@@ -175,81 +155,7 @@ func remainingPodMemoryPerContainer(pod *corev1.Pod) int64 {
 	if podReq == 0 || n == 0 {
 		return 0
 	}
-	containers := aggregateContainerResources(pod, requestsOf)
+	containers := podrules.PodRequests(pod, podrules.ResourceOptions{ExcludeOverhead: true, SkipPodLevelResources: true})
 	remaining := max(podReq-containers.Memory().Value(), 0)
 	return remaining / n
-}
-
-func requestsOf(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }
-func limitsOf(c *corev1.Container) corev1.ResourceList   { return c.Resources.Limits }
-
-// aggregateContainerResources is what the containers of a pod need at their peak, as the kubelet's
-// resource helpers compute it: regular containers and sidecars add up; each init container needs its own
-// resources plus those of the sidecars started before it; the pod needs the larger of the two.
-func aggregateContainerResources(pod *corev1.Pod, of func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
-	total := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		addResources(total, of(&pod.Spec.Containers[i]))
-	}
-	sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		need := sidecars
-		if podrules.IsSidecar(c) {
-			addResources(total, of(c))
-			addResources(sidecars, of(c))
-		} else {
-			need = corev1.ResourceList{}
-			addResources(need, of(c))
-			addResources(need, sidecars)
-		}
-		maxResources(initPeak, need)
-	}
-	maxResources(total, initPeak)
-	return total
-}
-
-// podRequests are the pod's requests without overhead; pod-level requests win where set.
-func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	reqs := aggregateContainerResources(pod, requestsOf)
-	if isPodLevelRequestsSet(pod) {
-		applyPodLevelResources(reqs, pod.Spec.Resources.Requests)
-	}
-	return reqs
-}
-
-// podLimits are the pod's limits without overhead; pod-level limits win where set.
-func podLimits(pod *corev1.Pod) corev1.ResourceList {
-	lims := aggregateContainerResources(pod, limitsOf)
-	if isPodLevelResourcesSet(pod) {
-		applyPodLevelResources(lims, pod.Spec.Resources.Limits)
-	}
-	return lims
-}
-
-func applyPodLevelResources(dst, podLevel corev1.ResourceList) {
-	for name, q := range podLevel {
-		if podrules.IsSupportedPodLevelResource(name) {
-			dst[name] = q.DeepCopy()
-		}
-	}
-}
-
-func addResources(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		if cur, ok := dst[name]; ok {
-			cur.Add(q)
-			dst[name] = cur
-			continue
-		}
-		dst[name] = q.DeepCopy()
-	}
-}
-
-func maxResources(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
-			dst[name] = q.DeepCopy()
-		}
-	}
 }
