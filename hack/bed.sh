@@ -38,7 +38,9 @@ POD_SUBNET=10.88.0.0/16
 REGISTRY_ADDR=127.0.0.1:5000
 APISERVER_URL=https://127.0.0.1:6443
 ADMIN_KUBECONFIG=$PKI_DIR/admin.kubeconfig
-BUSYBOX_BIN=/bin/busybox
+# The busybox of the bed's images: upstream's (build-testbins.sh busybox), else Debian's busybox-static.
+BUSYBOX_BIN=${BUSYBOX_BIN:-$BUSYBOX_BIN_DIR/busybox}
+[ -x "$BUSYBOX_BIN" ] || BUSYBOX_BIN=/bin/busybox
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 # ---------------------------------------------------------------------------------------------------------

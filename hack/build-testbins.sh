@@ -124,6 +124,43 @@ build_containerd2() {
   rm -rf "$w"
 }
 
+# build_busybox: a static busybox built from Debian's source package of this distribution's busybox, as its
+# upstream authors ship it (the orig tarball, `make defconfig`, static), for the bed's busybox images. Debian's
+# own busybox-static carries a patch that makes ash drop environment variables whose names are not shell
+# identifiers (e.g. "data-1"); upstream ash, and so the upstream e2e busybox image, passes them on to commands,
+# which the ConfigMap/Secret "consumable via the environment" specs check with `sh -c env`. The source comes
+# through apt with a private source list and state folder, so the machine's apt configuration is not touched.
+build_busybox() {
+  local out="$BUSYBOX_BIN_DIR"
+  [ -x "$out/busybox" ] && return 0
+  local codename w
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  [ -n "$codename" ] || die "cannot tell this distribution's codename from /etc/os-release"
+  log "building busybox from Debian's $codename source package into $out"
+  w=$(mktemp -d)
+  (
+    cd "$w"
+    mkdir -p lists/partial cache/archives/partial src
+    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $codename main" > sources.list
+    local o=(-o "Dir::Etc::sourcelist=$w/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$w/lists"
+      -o "Dir::Cache=$w/cache" -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root)
+    apt-get "${o[@]}" -qq update
+    (cd src && apt-get "${o[@]}" -qq source --download-only busybox)
+    local orig
+    orig=$(ls src/busybox_*.orig.tar.*)
+    tar xf "$orig" -C src
+    cd src/busybox-*/
+    make -s defconfig >/dev/null
+    # Static, and without tc (it does not build against current kernel headers); everything else as upstream.
+    sed -i 's/^# CONFIG_STATIC is not set/CONFIG_STATIC=y/; s/^CONFIG_TC=y/# CONFIG_TC is not set/' .config
+    make -s -j"$(nproc)" busybox >/dev/null 2>&1 || make -j1 busybox
+    mkdir -p "$out"
+    cp busybox "$out/busybox.tmp"
+    mv "$out/busybox.tmp" "$out/busybox"
+  )
+  rm -rf "$w"
+}
+
 build_etcd() {
   local out="$ETCD_BIN_DIR"
   [ -x "$out/etcd" ] && return 0
@@ -148,8 +185,9 @@ case "${1:-all}" in
   kubelet) build_kube kubelet ;;
   e2e) build_e2e ;;
   containerd2) build_containerd2 ;;
-  all) build_etcd; build_kube ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2]" ;;
+  busybox) build_busybox ;;
+  all) build_etcd; build_kube; build_busybox ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

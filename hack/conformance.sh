@@ -29,8 +29,11 @@ build() {
   case $AGENT in
     kubelet) bash "$here/build-testbins.sh" kubelet ;;
     nodelet)
-      export NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
-      if [ ! -x "$NODELET_BIN" ] || [ "$NODELET_BIN" = "$REPO_ROOT/bin/nodelet" ]; then
+      # NODELET_BIN names a binary to test as it is; without it, bin/nodelet is built from this tree.
+      if [ -n "${NODELET_BIN:-}" ]; then
+        [ -x "$NODELET_BIN" ] || die "NODELET_BIN=$NODELET_BIN is not an executable"
+      else
+        export NODELET_BIN=$REPO_ROOT/bin/nodelet
         (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$NODELET_BIN" .) || die "go build of nodelet failed"
       fi ;;
     *) die "AGENT=$AGENT: want nodelet or kubelet" ;;

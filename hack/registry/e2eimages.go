@@ -81,7 +81,10 @@ func agnhostImage(root []entry, src sources) (*ociImage, error) {
 		file("etc/group", 0o644, []byte("root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\n"+
 			"group-defined-in-image:x:50000:user-defined-in-image\n")),
 	}
-	for _, t := range []struct{ host, name string }{{"/usr/bin/curl", "usr/bin/curl"}, {"/bin/nc.openbsd", "usr/bin/nc"}} {
+	tools := []struct{ host, name string }{
+		{"/usr/bin/bash", "bin/bash"}, {"/usr/bin/curl", "usr/bin/curl"}, {"/bin/nc.openbsd", "usr/bin/nc"},
+	}
+	for _, t := range tools {
 		tool, err := hostBinary(t.host, t.name)
 		if err != nil {
 			return nil, err

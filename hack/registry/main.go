@@ -184,10 +184,10 @@ func sha(b []byte) v1.Hash {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(s[:])}
 }
 
-// busyboxRoot is the busybox image's file tree: Debian's static busybox with a symlink per applet, except that
-// sh (and bash) is the host's bash with its libraries. Debian's busybox 1.35 ash drops environment variables whose
-// names are not shell identifiers (e.g. "data-1") before running a command, where the upstream busybox image's
-// shell passes them on; bash passes them on, so `sh -c env` shows every variable the container was given.
+// busyboxRoot is the busybox image's file tree: a static busybox with a symlink per applet. The bed gives it
+// a busybox built from upstream's source (hack/build-testbins.sh busybox), whose ash passes environment variables
+// with names that are not shell identifiers (e.g. "data-1") on to commands, as the upstream e2e busybox image does;
+// Debian's busybox-static drops them.
 func busyboxRoot(path string) ([]entry, error) {
 	bin, err := os.ReadFile(path)
 	if err != nil {
@@ -207,12 +207,7 @@ func busyboxRoot(path string) ([]entry, error) {
 	for _, a := range applets {
 		files = append(files, symlink("bin/"+a, "busybox"))
 	}
-	bash, err := hostBinary("/usr/bin/bash", "bin/bash")
-	if err != nil {
-		return nil, err
-	}
-	files = append(files, bash...)
-	return merge(files, []entry{symlink("bin/sh", "bash")}), nil
+	return files, nil
 }
 
 // appletList asks the busybox binary for its applets, skipping "busybox" itself and any nested path.
