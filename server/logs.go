@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,8 +156,9 @@ type logTarget struct {
 	containerID string
 }
 
-// logTarget picks the container attempt as the kubelet does from the pod's status (previous: the last
-// terminated attempt), falling back to the newest attempt the runtime knows when the status has none yet.
+// logTarget picks the container attempt as the kubelet does (previous: the last terminated attempt).
+// Only the runtime's attempts of this pod's container (by pod UID and container name) can be picked: the
+// pod's status, which anyone who may write pods/status controls, only says which of them to read.
 func (s *Server) logTarget(ctx context.Context, namespace, podName, container string, previous bool) (logTarget, error) {
 	pod, err := s.findPod(ctx, namespace, podName, "")
 	if err != nil {
@@ -165,15 +167,40 @@ func (s *Server) logTarget(ctx context.Context, namespace, podName, container st
 	if !hasContainer(pod, container) {
 		return logTarget{}, errorf(http.StatusNotFound, "container %q not found in pod %q", container, podName)
 	}
-	id, err := statusContainerID(pod, container, previous)
-	if errors.Is(err, errNoStatus) {
-		id, err = s.newestAttempt(ctx, pod, container)
+	attempts, err := s.attempts(ctx, pod.UID, container)
+	if err != nil {
+		return logTarget{}, err
 	}
+	id, err := chooseAttempt(pod, container, attempts, previous)
 	if err != nil {
 		return logTarget{}, err
 	}
 	path, err := s.logPath(ctx, pod, id)
 	return logTarget{path: path, containerID: id}, err
+}
+
+// chooseAttempt is the ID of the attempt to read among attempts (the pod container's, newest first). The
+// status's choice counts only when it names one of them; otherwise (no status yet, or a container ID the
+// agent did not write) the runtime's order decides: the newest attempt, or the one before for previous.
+func chooseAttempt(pod *corev1.Pod, name string, attempts []*runtimeapi.Container, previous bool) (string, error) {
+	id, err := statusContainerID(pod, name, previous)
+	switch {
+	case err == nil && slices.ContainsFunc(attempts, func(c *runtimeapi.Container) bool { return c.GetId() == id }):
+		return id, nil
+	case err != nil && !errors.Is(err, errNoStatus):
+		return "", err
+	}
+	i := 0
+	if previous {
+		i = 1
+	}
+	if i < len(attempts) {
+		return attempts[i].GetId(), nil
+	}
+	if previous {
+		return "", errorf(http.StatusBadRequest, "previous terminated container %q in pod %q not found", name, pod.Name)
+	}
+	return "", errorf(http.StatusBadRequest, "container %q in pod %q is waiting to start: ContainerCreating", name, pod.Name)
 }
 
 // errNoStatus: the pod's status does not list the container yet.
@@ -227,17 +254,6 @@ func trimRuntime(id string) string {
 		return id[i+3:]
 	}
 	return id
-}
-
-func (s *Server) newestAttempt(ctx context.Context, pod *corev1.Pod, name string) (string, error) {
-	cs, err := s.attempts(ctx, pod.UID, name)
-	if err != nil {
-		return "", err
-	}
-	if len(cs) == 0 {
-		return "", errorf(http.StatusBadRequest, "container %q in pod %q is waiting to start: ContainerCreating", name, pod.Name)
-	}
-	return cs[0].GetId(), nil
 }
 
 // logPath is the container's log file as the runtime reports it, else where nodelet asks runtimes to write

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,14 +75,18 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 	return kind != podrules.NoContainer
 }
 
-// attempts lists the runtime's containers of one pod container, newest first.
+// attempts lists the runtime's containers of one pod container, newest first: those labelled with the
+// pod's UID and the container's name, and only those, even if a runtime ignored part of the selector.
 func (s *Server) attempts(ctx context.Context, uid types.UID, name string) ([]*runtimeapi.Container, error) {
-	cs, err := s.opts.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
-		runtime.LabelPodUID: string(uid), runtime.LabelContainerName: name,
-	}})
+	selector := map[string]string{runtime.LabelPodUID: string(uid), runtime.LabelContainerName: name}
+	cs, err := s.opts.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
+	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool {
+		l := c.GetLabels()
+		return uid == "" || l[runtime.LabelPodUID] != string(uid) || l[runtime.LabelContainerName] != name
+	})
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].GetCreatedAt() > cs[j].GetCreatedAt() })
 	return cs, nil
 }
