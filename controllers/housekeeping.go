@@ -51,6 +51,7 @@ func (h *housekeeping) run(ctx context.Context) {
 		}
 	}
 	h.removeOrphanedDirs(ctx, desired, inRuntime)
+	r.enqueueOverwritten(ctx)
 	r.crash.GC()
 	r.sandbox.GC()
 }
@@ -75,6 +76,43 @@ func (r *PodReconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
 	for i := range pods.Items {
 		if pods.Items[i].Spec.NodeName == r.NodeName {
 			out[pods.Items[i].UID] = true
+		}
+	}
+	return out
+}
+
+// enqueueOverwritten syncs the pods whose status someone else overwrote in the API since the agent last
+// wrote it, so that the agent writes its own back (the kubelet's status manager reconciles statuses with
+// the API's copies the same way): status-only updates do not trigger a sync by themselves.
+func (r *PodReconciler) enqueueOverwritten(ctx context.Context) {
+	if r.Client == nil {
+		return
+	}
+	pods := &corev1.PodList{}
+	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.Client.List(lctx, pods); err != nil {
+		return
+	}
+	writes := r.lastWrites()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if writes[p.UID].overwritten(p) {
+			ctrl.LoggerFrom(ctx).V(1).Info("Pod status overwritten in the API, writing it back", "pod", types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+}
+
+// lastWrites are the workers' last status writes by the UID of the object written (a static pod's is
+// its mirror pod's).
+func (r *PodReconciler) lastWrites() map[types.UID]*statusWrite {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[types.UID]*statusWrite, len(r.workers))
+	for _, w := range r.workers {
+		if s := w.written.Load(); s != nil {
+			out[s.uid] = s
 		}
 	}
 	return out

@@ -68,13 +68,14 @@ func (r *PodReconciler) computeStatus(ctx context.Context, w *podWorker, pod *co
 // source of the container's terminationMessagePath (recorded by the runtime in its mounts).
 func terminationLogPath(c *runtime.ContainerStatus) string { return c.TerminationLogHostPath }
 
-// writeStatus computes the pod's status and writes it when it differs from what the API holds. The base
-// of the patch is the status this agent last wrote to that object, else the cached one. Only what the
-// agent owns is compared and patched: conditions others own (readiness gates) are never in the patch, so
-// a user's or a controller's condition is never overwritten with a stale copy. The patch carries the
-// object's UID as a precondition, so a status never lands on a newer pod of the same name; it is a
-// status-only write, which the pod watch ignores. A static pod's status goes to its mirror pod, when there
-// is one.
+// writeStatus computes the pod's status and writes it when it differs from what the API holds: the
+// object's own status, or what the agent last wrote while the object is still the version that write was
+// computed against or the one it made (statusWrite.base). So a status someone else wrote — a forged
+// container ID, a phase — is written back at the next sync. Only what the agent owns is compared and
+// patched: conditions others own (readiness gates) are never in the patch, so a user's or a controller's
+// condition is never overwritten with a stale copy. The patch carries the object's UID as a
+// precondition, so a status never lands on a newer pod of the same name; it is a status-only write,
+// which the pod watch ignores. A static pod's status goes to its mirror pod, when there is one.
 func (r *PodReconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
 	target := r.statusTarget(ctx, pod)
 	api := &pod.Status
@@ -86,10 +87,7 @@ func (r *PodReconciler) writeStatus(ctx context.Context, w *podWorker, pod *core
 	if target == nil {
 		return result{}, nil
 	}
-	base := podstatus.Owned(&target.Status)
-	if w.written != nil && w.writtenUID == target.UID {
-		base = w.written
-	}
+	base := w.written.Load().base(target)
 	owned := podstatus.Owned(&status)
 	if podstatus.Equal(base, owned) {
 		return result{}, nil
@@ -106,10 +104,34 @@ func (r *PodReconciler) writeStatus(ctx context.Context, w *podWorker, pod *core
 		}
 		return result{}, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	w.written, w.writtenUID = owned, target.UID
+	w.written.Store(&statusWrite{uid: target.UID, before: target.ResourceVersion, after: obj.ResourceVersion, sent: owned})
 	r.observeStart(w, pod, &status)
 	ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", status.Phase)
 	return result{}, nil
+}
+
+// statusWrite is the agent's last status write to an API object: what it sent of what it owns, and the
+// object's resourceVersion before and after the write.
+type statusWrite struct {
+	uid           types.UID
+	before, after string
+	sent          *corev1.PodStatus
+}
+
+// base is what the API holds of what the agent owns in obj (a cached copy of the object last written):
+// what the agent sent, while obj is the version the write was computed against (the cache has not seen
+// the write yet) or the version it made; else obj's own status, whoever wrote it.
+func (s *statusWrite) base(obj *corev1.Pod) *corev1.PodStatus {
+	if s != nil && s.uid == obj.UID && (obj.ResourceVersion == s.before || obj.ResourceVersion == s.after) {
+		return s.sent
+	}
+	return podstatus.Owned(&obj.Status)
+}
+
+// overwritten reports whether obj's status is no longer what the agent last wrote to it: someone else
+// wrote it since. False when the agent never wrote to obj.
+func (s *statusWrite) overwritten(obj *corev1.Pod) bool {
+	return s != nil && s.uid == obj.UID && !podstatus.Equal(s.base(obj), s.sent)
 }
 
 // statusTarget is the API object that carries the pod's status: the pod itself, or for a static pod its

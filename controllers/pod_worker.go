@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
@@ -60,10 +62,9 @@ type podWorker struct {
 	waiting     map[string]podstatus.Waiting
 	mountErrors map[string]bool
 	postStart   map[string]bool // container IDs whose postStart hook runs
-	// lastStatus is the status last computed; written is what was last written to the object writtenUID.
+	// lastStatus is the status last computed; written is the last status write (read by housekeeping).
 	lastStatus    *corev1.PodStatus
-	written       *corev1.PodStatus
-	writtenUID    types.UID
+	written       atomic.Pointer[statusWrite]
 	startObserved bool
 }
 
@@ -184,6 +185,16 @@ func (r *PodReconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev
 	return r.terminatePod(ctx, w, pod, status)
 }
 
+// runtimeActive reports whether a container of the pod runs or its sandbox is ready.
+func runtimeActive(st *runtime.PodStatus) bool {
+	if len(runningContainers(st)) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(st.Sandboxes, func(sb *runtimeapi.PodSandboxStatus) bool {
+		return sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+	})
+}
+
 // shouldTerminate reports whether a syncing pod must stop: it is being deleted, its phase is terminal,
 // or the agent decided its fate (activeDeadlineSeconds).
 func (r *PodReconciler) shouldTerminate(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
@@ -225,12 +236,15 @@ func (r *PodReconciler) deadlineRemaining(w *podWorker, pod *corev1.Pod) time.Du
 }
 
 // admitPod admits a pod on its first sync. A pod the runtime already runs (an agent restart) and a pod
-// already in a terminal phase are not checked again. It returns true when the pod was rejected.
+// already in a terminal phase are not checked again. A pod in a terminal phase is known terminated only
+// when nothing of it runs either (the kubelet's check of its runtime cache): a terminal phase that someone
+// else wrote while its containers ran is a reason to stop them — preStop hooks and grace period
+// included — not a sign that they were stopped. It returns true when the pod was rejected.
 func (r *PodReconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod, status *runtime.PodStatus) bool {
 	if w.syncedAt.IsZero() {
 		w.syncedAt = r.Clock.Now()
 	}
-	if isTerminalPhase(pod.Status.Phase) {
+	if isTerminalPhase(pod.Status.Phase) && !runtimeActive(status) {
 		w.setState(terminated)
 		return false
 	}
