@@ -54,33 +54,45 @@ func (r *PodReconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.P
 	if len(acts.kill) > 0 {
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
 	}
-	sb := st.ReadySandbox()
-	// Volumes are set up before the first container and refreshed on every sync after (ConfigMap,
-	// Secret and downward API changes reach running pods within a sync period).
-	if sb != nil && !r.setUpVolumes(ctx, w, pod) && len(acts.start) > 0 {
-		res.requeueAfter(2 * time.Second) // containers start once every volume is ready
-		sb = nil
-	}
-	if sb != nil {
-		sbCfg, err := r.sandboxConfig(pod, sb.GetMetadata().GetAttempt())
-		if err != nil {
-			return res, err
-		}
-		for _, s := range acts.start {
-			res.merge(r.startContainer(ctx, w, pod, sb.Id, sbCfg, st, s))
-		}
-		if len(acts.start) > 0 {
-			if st, err = r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
-				return res, err
-			}
-			r.syncProbes(pod, st)
-		}
+	st, err := r.startInSandbox(ctx, w, pod, st, acts.start, &res)
+	if err != nil {
+		return res, err
 	}
 	res.requeueAfter(r.deadlineRemaining(w, pod))
 	res.requeueAfter(r.ResyncPeriod)
 	wr, err := r.writeStatus(ctx, w, pod, st)
 	res.merge(wr)
 	return res, err
+}
+
+// startInSandbox sets up (or refreshes) the pod's volumes, then starts the containers due in its ready sandbox,
+// and returns the runtime state after the starts.
+func (r *PodReconciler) startInSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, start []startAction, res *result) (*runtime.PodStatus, error) {
+	sb := st.ReadySandbox()
+	if sb == nil {
+		return st, nil
+	}
+	// Volumes are set up before the first container and refreshed on every sync after (ConfigMap,
+	// Secret and downward API changes reach running pods within a sync period).
+	if !r.setUpVolumes(ctx, w, pod) && len(start) > 0 {
+		res.requeueAfter(2 * time.Second) // containers start once every volume is ready
+		return st, nil
+	}
+	if len(start) == 0 {
+		return st, nil
+	}
+	sbCfg, err := r.sandboxConfig(pod, sb.GetMetadata().GetAttempt())
+	if err != nil {
+		return st, err
+	}
+	for _, s := range start {
+		res.merge(r.startContainer(ctx, w, pod, sb.Id, sbCfg, st, s))
+	}
+	if st, err = r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+		return st, err
+	}
+	r.syncProbes(pod, st)
+	return st, nil
 }
 
 func (r *PodReconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {

@@ -56,6 +56,9 @@ main() {
   build
   # A bed left running by an earlier run (KEEP_BED=1) may run another agent: start from a stopped one.
   bash "$bed" down >/dev/null 2>&1 || true
+  # Images pulled by an earlier run may be older builds of the test images under the same tags: start the
+  # runtime with an empty store, so every image comes from this run's registry.
+  rm -rf "${BED_DIR:?}/containerd/root"
   trap teardown EXIT
   bash "$bed" up
   local out rc=0
