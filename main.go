@@ -231,7 +231,7 @@ func (a *agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 	if store == nil {
 		return nil
 	}
-	mirrors := &controllers.MirrorPodReconciler{Client: mgr.GetClient(), Static: store, NodeName: cfg.NodeName,
+	mirrors := &controllers.MirrorPodReconciler{Client: mgr.GetClient(), Static: store, StaticKinds: a.staticKinds(), NodeName: cfg.NodeName,
 		NodeUID: func(ctx context.Context) types.UID {
 			n := &corev1.Node{}
 			if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n); err != nil {

@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,18 +23,30 @@ import (
 // MirrorPodReconciler keeps, for each static pod, a mirror pod in the API server — as the kubelet's
 // mirror client does: same name, namespace and spec, the annotation kubernetes.io/config.mirror set to
 // the static pod's hash, owned by the Node. A deleted or stale mirror pod is created again; a mirror pod
-// whose static pod is gone is deleted. Mirror pods only reflect static pods: deleting one never touches
-// the static pod's containers.
+// whose static pod is gone is deleted, but only once every configured static pod source has delivered
+// its pods once (the kubelet's "sources ready"): until then a static pod missing from the store may just
+// not have been read yet — an unreachable staticPodURL at start-up must not delete the control plane's
+// mirror pods. Mirror pods only reflect static pods: deleting one never touches the static pod's
+// containers.
 type MirrorPodReconciler struct {
-	Client   client.Client
-	Static   staticStore
-	NodeName string
+	Client client.Client
+	Static staticStore
+	// StaticKinds are the configured static pod sources ("file", "http"); at least one.
+	StaticKinds []string
+	NodeName    string
 	// NodeUID returns the Node's UID for the owner reference ("" while the node is not registered).
 	NodeUID func(ctx context.Context) types.UID
 }
 
+// sourcesWait is how often a mirror pod without a static pod is looked at again while a static pod
+// source has not delivered yet.
+const sourcesWait = time.Second
+
 // SetupWithManager watches mirror pods (creations and deletions) and the static pod store.
 func (r *MirrorPodReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if len(r.StaticKinds) == 0 {
+		return errors.New("mirror pod controller: no static pod source configured")
+	}
 	mirrors := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		pod, ok := o.(*corev1.Pod)
 		return ok && podrules.IsMirrorPod(pod)
@@ -62,6 +76,9 @@ func (r *MirrorPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	switch {
+	case !hasStatic && exists && !r.Static.SeenSources(r.StaticKinds...):
+		ctrl.LoggerFrom(ctx).V(1).Info("Keeping mirror pod until every static pod source was read once")
+		return ctrl.Result{RequeueAfter: sourcesWait}, nil
 	case !hasStatic && exists:
 		return ctrl.Result{}, r.deleteMirror(ctx, mirror, "its static pod is gone")
 	case !hasStatic:
