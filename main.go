@@ -190,17 +190,11 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 		sources = append(sources, controllers.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
-	if a.standalone && needsAPIForAuth(&cfg.Kubelet) {
-		// The kubelet refuses to start here; nodelet runs its static pods and leaves the node API off,
-		// since it could not authenticate or authorize a single request.
-		ctrl.Log.Error(nil, "Node API server disabled: webhook authentication/authorization needs an API server (standalone mode)")
-	} else {
-		srv, err := a.nodeServer(restCfg, store)
-		if err != nil {
-			return err
-		}
-		a.local = append(a.local, srv)
+	srv, err := a.nodeServer(restCfg, store)
+	if err != nil {
+		return err
 	}
+	a.local = append(a.local, srv)
 	if a.standalone {
 		return nil
 	}
@@ -268,7 +262,9 @@ func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
 	return webhookAuthn || kc.Authorization.Mode == kubeletconfigv1beta1.KubeletAuthorizationModeWebhook
 }
 
-// nodeServer is the node API on the kubelet's port (10250): logs, exec, attach, port-forward, stats.
+// nodeServer is the node API on the kubelet's port (10250): logs, exec, attach, port-forward, stats; the
+// read-only port when readOnlyPort is set; and container log rotation, which runs even with enableServer
+// false.
 func (a *agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
 	kc := &a.cfg.Kubelet
 	var kube kubernetes.Interface
@@ -279,6 +275,17 @@ func (a *agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 		}
 		kube = cs
 	}
+	disabled := kc.EnableServer != nil && !*kc.EnableServer
+	if !disabled && a.standalone && needsAPIForAuth(kc) {
+		// The kubelet refuses to start here; nodelet runs its static pods and leaves the node API off,
+		// since it could not authenticate or authorize a single request.
+		ctrl.Log.Error(nil, "Node API server disabled: webhook authentication/authorization needs an API server (standalone mode)")
+		disabled = true
+	}
+	tlsOpts, err := config.ParseTLS(kc)
+	if err != nil {
+		return nil, err
+	}
 	m := machine.Reader{FsPath: a.cfg.RootDir}
 	return server.New(server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
@@ -286,7 +293,10 @@ func (a *agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: a.nodePods(store),
 		Metrics: ctrlmetrics.Registry, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
 		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: clock.RealClock{},
-		NodeStats: func(context.Context) (server.NodeStats, error) { return nodeStats(m) },
+		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m) },
+		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
+		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
+		ReadOnlyPort: kc.ReadOnlyPort,
 	})
 }
 

@@ -58,7 +58,10 @@ type Config struct {
 // ErrVersion is returned by Load when --version asks for the version only.
 var ErrVersion = errors.New("version requested")
 
-const cloudProviderExternal = "external"
+const (
+	cloudProviderExternal = "external"
+	cgroupDriverSystemd   = "systemd"
+)
 
 // newConfig returns a Config holding every default, before any file or flag.
 func newConfig() *Config {

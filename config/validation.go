@@ -40,6 +40,8 @@ func ValidateKubelet(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorLi
 	errs = append(errs, validateDurations(k)...)
 	errs = append(errs, validateNumbers(k)...)
 	errs = append(errs, validateServer(k)...)
+	errs = append(errs, validateTLS(k)...)
+	errs = append(errs, validateImagePullCredentials(k)...)
 	errs = append(errs, validateRuntime(k)...)
 	errs = append(errs, validateEviction(k)...)
 	errs = append(errs, validateReserved(k.SystemReserved, field.NewPath("systemReserved"))...)

@@ -13,17 +13,43 @@ import (
 )
 
 // routes are the kubelet's endpoints. Everything reaching them is already authenticated and authorized.
-// There is no pprof, /debug or /logs handler.
+// With debugging handlers off (enableDebuggingHandlers: false), the kubelet's debugging endpoints answer
+// 405 and /configz is not served, as in the kubelet. There is no pprof, /debug or /logs handler otherwise.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
+	s.authNotRequiredRoutes(mux)
+	if s.opts.DisableDebuggingHandlers {
+		debuggingDisabledRoutes(mux)
+	} else {
+		s.debuggingRoutes(mux)
+	}
+	return mux
+}
+
+// readOnlyRoutes are the kubelet's read-only port (readOnlyPort): the endpoints the kubelet serves without
+// authentication, and its debugging endpoints refused.
+func (s *Server) readOnlyRoutes() http.Handler {
+	mux := http.NewServeMux()
+	s.authNotRequiredRoutes(mux)
+	debuggingDisabledRoutes(mux)
+	return mux
+}
+
+// authNotRequiredRoutes are what the kubelet serves on both ports (its InstallAuthNotRequiredHandlers):
+// health, pods, stats and metrics.
+func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 	short := func(h http.HandlerFunc) http.Handler { return withTimeout(h, requestTimeout) }
 	mux.Handle("GET /healthz", short(s.healthz))
 	mux.Handle("GET /pods", short(s.pods))
-	mux.Handle("GET /configz", short(s.configz))
 	mux.Handle("GET /metrics", short(promhttp.HandlerFor(s.opts.Metrics,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
 	mux.Handle("GET /metrics/resource", short(s.resourceMetrics))
 	mux.Handle("GET /stats/summary", short(s.statsSummary))
+}
+
+// debuggingRoutes are the kubelet's debugging endpoints: logs, exec, attach, port-forward, run, configz.
+func (s *Server) debuggingRoutes(mux *http.ServeMux) {
+	mux.Handle("GET /configz", withTimeout(http.HandlerFunc(s.configz), requestTimeout))
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	for _, m := range []string{"GET ", "POST "} {
 		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{container}", s.exec)
@@ -35,7 +61,21 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.run)
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{uid}/{container}", s.run)
-	return mux
+}
+
+// debuggingDisabledPaths are the path prefixes the kubelet refuses when debugging handlers are off.
+var debuggingDisabledPaths = []string{
+	"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", "/debug/pprof/", "/logs/",
+}
+
+// debuggingDisabledRoutes answer every method under the kubelet's debugging paths with its 405.
+func debuggingDisabledRoutes(mux *http.ServeMux) {
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
+	})
+	for _, p := range debuggingDisabledPaths {
+		mux.Handle(p, refuse)
+	}
 }
 
 // withTimeout bounds a short request's work (its CRI and API calls) by d.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -79,6 +80,23 @@ type Options struct {
 
 	Clock     clock.WithTicker
 	NodeStats func(ctx context.Context) (NodeStats, error) // node figures for /stats/summary; nil: none
+
+	// DisableServer is enableServer: false: no node API on Port at all (container logs are still
+	// rotated, and the read-only port is served if set), as the kubelet.
+	DisableServer bool
+	// DisableDebuggingHandlers is enableDebuggingHandlers: false: exec, attach, port-forward, run,
+	// containerLogs, runningpods, pprof and logs answer 405 "Debug endpoints are disabled." (after
+	// authentication and authorization) and /configz is not served, as the kubelet.
+	DisableDebuggingHandlers bool
+	// TLSMinVersion, TLSCipherSuites and TLSCurvePreferences are tlsMinVersion, tlsCipherSuites and
+	// tlsCurvePreferences, parsed (config.ParseTLS). A zero TLSMinVersion means TLS 1.2, the kubelet's
+	// default; nil suites and curves mean Go's.
+	TLSMinVersion       uint16
+	TLSCipherSuites     []uint16
+	TLSCurvePreferences []tls.CurveID
+	// ReadOnlyPort is readOnlyPort: when not 0, the kubelet's unauthenticated endpoints (healthz, pods,
+	// stats, metrics) are served over plain HTTP on Address:ReadOnlyPort, as the kubelet.
+	ReadOnlyPort int32
 }
 
 // Limits of the server. Bodies are tiny on every kubelet endpoint; streams (exec, attach, port-forward,
@@ -110,19 +128,32 @@ type Server struct {
 	rotating sync.RWMutex
 	// backoff retries TokenReview and SubjectAccessReview calls that failed.
 	backoff wait.Backoff
-	// listening receives the address Start listens on (for tests).
-	listening chan net.Addr
+	// readOnlyHandler serves the read-only port (nil without one).
+	readOnlyHandler http.Handler
+	// listen opens the listeners (net.Listen; tests replace it).
+	listen func(network, address string) (net.Listener, error)
+	// listening receives the address Start listens on (for tests); readOnlyListening the read-only one.
+	listening, readOnlyListening chan net.Addr
 }
 
 // New validates the options and builds the server: serving certificate, authenticator, authorizer, routes.
+// With DisableServer it needs no certificate or authentication: it only rotates logs and serves the
+// read-only port, if any.
 func New(o Options) (*Server, error) {
 	if err := validate(&o); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, cpu: newCPURates(), backoff: reviewBackoff(), listening: make(chan net.Addr, 1)}
+	s := &Server{opts: o, cpu: newCPURates(), backoff: reviewBackoff(), listen: net.Listen,
+		listening: make(chan net.Addr, 1), readOnlyListening: make(chan net.Addr, 1)}
 	var err error
 	if s.rotation, err = parseRotationPolicy(o.ContainerLogMaxSize, o.ContainerLogMaxFiles); err != nil {
 		return nil, err
+	}
+	if o.ReadOnlyPort != 0 {
+		s.readOnlyHandler = s.withLimits(s.readOnlyRoutes())
+	}
+	if o.DisableServer {
+		return s, nil
 	}
 	if err := s.buildAuth(); err != nil {
 		return nil, err
@@ -154,42 +185,98 @@ func validate(o *Options) error {
 	return nil
 }
 
-// Start serves HTTPS until ctx ends and rotates container logs every 10 s. It is a manager Runnable.
+// Start serves the node API over HTTPS (unless disabled) and the read-only port over HTTP (if set) until
+// ctx ends, and rotates container logs every 10 s. It is a manager Runnable.
 func (s *Server) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("node-server")
 	ctx = ctrl.LoggerInto(ctx, log)
-	addr := net.JoinHostPort(s.opts.Address, strconv.Itoa(int(s.opts.Port)))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("node server: listen on %s: %w", addr, err)
-	}
 	if s.clientCA != nil {
 		go s.clientCA.Run(ctx, 1)
 	}
 	go s.rotateLogs(ctx)
-	srv := s.httpServer(ctx)
+	var serving []<-chan error
+	if s.handler != nil {
+		logInsecureCiphers(ctx, s.opts.TLSCipherSuites)
+		ch, err := s.serve(ctx, s.opts.Port, s.handler, s.tlsConfig, s.listening)
+		if err != nil {
+			return err
+		}
+		serving = append(serving, ch)
+	}
+	if s.readOnlyHandler != nil {
+		ch, err := s.serve(ctx, s.opts.ReadOnlyPort, s.readOnlyHandler, nil, s.readOnlyListening)
+		if err != nil {
+			return err
+		}
+		serving = append(serving, ch)
+	}
+	var first error
+	for _, ch := range serving {
+		if err := <-ch; err != nil && first == nil {
+			first = err
+		}
+	}
+	if len(serving) == 0 {
+		<-ctx.Done()
+	}
+	return first
+}
+
+// serve listens on Address:port and serves handler (over TLS when tlsConfig is set) until ctx ends; the
+// channel receives the server's end (nil after a shutdown).
+func (s *Server) serve(ctx context.Context, port int32, handler http.Handler, tlsConfig *tls.Config, listening chan net.Addr) (<-chan error, error) {
+	addr := net.JoinHostPort(s.opts.Address, strconv.Itoa(int(port)))
+	ln, err := s.listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("node server: listen on %s: %w", addr, err)
+	}
+	srv := s.httpServer(ctx, handler, tlsConfig)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("Serving the node API", "address", ln.Addr().String())
+	if tlsConfig != nil {
+		ctrl.LoggerFrom(ctx).Info("Serving the node API", "address", ln.Addr().String())
+	} else {
+		ctrl.LoggerFrom(ctx).Info("Serving the read-only node API", "address", ln.Addr().String())
+	}
 	select {
-	case s.listening <- ln.Addr():
+	case listening <- ln.Addr():
 	default:
 	}
-	if err := srv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("node server: %w", err)
+	done := make(chan error, 1)
+	go func() {
+		var serr error
+		if tlsConfig != nil {
+			serr = srv.ServeTLS(ln, "", "")
+		} else {
+			serr = srv.Serve(ln)
+		}
+		if serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			done <- fmt.Errorf("node server: %w", serr)
+			return
+		}
+		done <- nil
+	}()
+	return done, nil
+}
+
+// logInsecureCiphers notes each configured cipher suite Go calls insecure, as the kubelet does.
+func logInsecureCiphers(ctx context.Context, suites []uint16) {
+	for _, c := range tls.InsecureCipherSuites() {
+		if slices.Contains(suites, c.ID) {
+			ctrl.LoggerFrom(ctx).Info("Use of insecure cipher detected.", "cipher", c.Name)
+		}
 	}
-	return nil
 }
 
 // httpServer is the kubelet's server: long read/write timeouts for streams, bounded headers.
-func (s *Server) httpServer(ctx context.Context) *http.Server {
+func (s *Server) httpServer(ctx context.Context, handler http.Handler, tlsConfig *tls.Config) *http.Server {
 	return &http.Server{
-		Handler:           s.handler,
-		TLSConfig:         s.tlsConfig,
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       streamTimeout,
 		WriteTimeout:      streamTimeout,

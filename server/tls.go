@@ -16,9 +16,10 @@ const (
 	selfSignedKeyName  = "kubelet.key"
 )
 
-// buildTLS returns the serving configuration: the configured or self-signed certificate, TLS 1.2 or later,
-// and client certificates requested (not required: tokens and anonymous requests have none) and verified
-// by the x509 authenticator against the client CA, which is also advertised to clients.
+// buildTLS returns the serving configuration: the configured or self-signed certificate, tlsMinVersion
+// (TLS 1.2 by default), tlsCipherSuites and tlsCurvePreferences, and client certificates requested (not
+// required: tokens and anonymous requests have none) and verified by the x509 authenticator against the
+// client CA, which is also advertised to clients.
 func (s *Server) buildTLS() (*tls.Config, error) {
 	certFile, keyFile, err := s.servingCertFiles()
 	if err != nil {
@@ -28,11 +29,17 @@ func (s *Server) buildTLS() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node server: load serving certificate %s: %w", certFile, err)
 	}
+	minVersion := s.opts.TLSMinVersion
+	if minVersion == 0 {
+		minVersion = tls.VersionTLS12
+	}
 	cfg := &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequestClientCert,
-		NextProtos:   []string{"http/1.1"},
+		MinVersion:       minVersion,
+		CipherSuites:     s.opts.TLSCipherSuites,
+		CurvePreferences: s.opts.TLSCurvePreferences,
+		Certificates:     []tls.Certificate{cert},
+		ClientAuth:       tls.RequestClientCert,
+		NextProtos:       []string{"http/1.1"},
 	}
 	if s.clientCA != nil {
 		cfg.GetConfigForClient = s.withClientCAs(cfg)
