@@ -457,8 +457,9 @@ func capabilities(c *corev1.Capabilities) *runtimeapi.Capability {
 	return out
 }
 
-// seccompProfile: the container's profile, else the pod's, else RuntimeDefault with SeccompDefault and
-// Unconfined without.
+// seccompProfile: the container's profile, else the pod's, else RuntimeDefault with SeccompDefault
+// (seccompDefault) and Unconfined without, as the kubelet's getSeccompProfile. A Localhost profile is a file
+// under SeccompProfileRoot.
 func seccompProfile(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) (*runtimeapi.SecurityProfile, error) {
 	var p *corev1.SeccompProfile
 	if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil {
@@ -473,12 +474,33 @@ func seccompProfile(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions)
 		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
 			return nil, errors.New("localhostProfile must be set if seccompProfile type is Localhost")
 		}
+		if err := localDescendingPath(*p.LocalhostProfile); err != nil {
+			return nil, fmt.Errorf("seccomp localhostProfile %q: %w", *p.LocalhostProfile, err)
+		}
 		return &runtimeapi.SecurityProfile{
 			ProfileType:  runtimeapi.SecurityProfile_Localhost,
 			LocalhostRef: filepath.Join(opts.SeccompProfileRoot, *p.LocalhostProfile),
 		}, nil
 	}
 	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
+}
+
+// SeccompProfileRoot is the directory of Localhost seccomp profiles, <root-dir>/seccomp, as the kubelet's.
+func SeccompProfileRoot(rootDir string) string { return filepath.Join(rootDir, "seccomp") }
+
+// localDescendingPath is the API's rule for a Localhost seccomp profile, checked again here since static
+// pods and the runtime's labels bypass API validation: a relative path without a ".." element, so the
+// profile stays under the seccomp profile root (<root-dir>/seccomp).
+func localDescendingPath(p string) error {
+	if filepath.IsAbs(p) {
+		return errors.New("must be a relative path")
+	}
+	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
+		if part == ".." {
+			return errors.New("must not contain '..'")
+		}
+	}
+	return nil
 }
 
 // appArmorProfile: the container's profile, else the deprecated per-container pod annotation, else the
