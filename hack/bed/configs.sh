@@ -174,6 +174,8 @@ staticPodPath: $BED_DIR/manifests
 podLogsDir: $BED_DIR/logs/pods
 resolvConf: $BED_DIR/resolv.conf
 failSwapOn: false
+# This machine runs cgroup v1, which the kubelet refuses by default since v1.35.
+failCgroupV1: false
 tlsCertFile: $PKI_DIR/node-serving.crt
 tlsPrivateKeyFile: $PKI_DIR/node-serving.key
 YAML
