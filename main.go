@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"strconv"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -43,7 +45,9 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/imagepull"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podcgroups"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
@@ -101,6 +105,11 @@ func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
 	if err := os.MkdirAll(cfg.RootDir, 0o750); err != nil {
 		return fmt.Errorf("create root dir: %w", err)
 	}
+	if cfg.Kubelet.ProtectKernelDefaults {
+		if err := (machine.Reader{}).CheckKernelDefaults(); err != nil {
+			return fmt.Errorf("protectKernelDefaults: %w", err)
+		}
+	}
 	standalone := cfg.Kubeconfig == ""
 	log.Info("Starting nodelet", "version", version, "node", cfg.NodeName, "config", cfg.ConfigFile, "standalone", standalone)
 	restCfg, err := restConfig(cfg)
@@ -154,7 +163,8 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if err := mgr.AddReadyzCheck("runtime", cri.ReadyCheck); err != nil {
 		return err
 	}
-	a.local = append(a.local, &runtime.Connector{Client: cri, Clock: clock.RealClock{}})
+	connector := &runtime.Connector{Client: cri, Clock: clock.RealClock{}}
+	a.local = append(a.local, connector)
 	recorder, err := eventRecorder(ctx, restCfg, cfg.NodeName, a.standalone)
 	if err != nil {
 		return err
@@ -180,6 +190,9 @@ func (a *agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	pods.Probes = &probes.Manager{Exec: cri, Clock: clock.RealClock{}, Recorder: recorder, OnChange: pods.Enqueue}
 	pods.Volumes = a.volumes(pods)
 	if pods.Sysctls, err = sysctlAllowlist(ctx, cfg); err != nil {
+		return err
+	}
+	if err := a.hardening(pods, connector); err != nil {
 		return err
 	}
 	if store != nil {
@@ -476,6 +489,7 @@ func podReconciler(mgr ctrl.Manager, cfg *config.Config, cri *runtime.Client, pl
 			return n, mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n)
 		},
 	}
+	r.SeccompDefault = kc.SeccompDefault != nil && *kc.SeccompDefault
 	if standalone {
 		r.Client, r.Secrets, r.Node = nil, nil, nil
 	}
@@ -495,6 +509,89 @@ func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*controllers.Sysc
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
 	}
 	return a, nil
+}
+
+// hardening wires the pod cgroups (podPidsLimit) and the image pull credential verification into the pod
+// controller, each only where it applies (a nil pointer must not become a non-nil interface).
+func (a *agent) hardening(pods *controllers.PodReconciler, connector *runtime.Connector) error {
+	cg, err := podCgroups(&a.cfg.Kubelet)
+	if err != nil {
+		return err
+	}
+	if cg != nil {
+		pods.PodCgroups = cg
+	}
+	records, err := a.pullRecords(connector)
+	if err != nil {
+		return err
+	}
+	if records != nil {
+		pods.PullRecords = records
+	}
+	return nil
+}
+
+// podCgroups makes pod cgroups with podPidsLimit, where nodelet can: the cgroupfs driver with cgroupsPerQOS
+// (without cgroupsPerQOS the kubelet makes no pod cgroups either; the systemd driver gets a start-up notice).
+func podCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*podcgroups.Manager, error) {
+	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS || kc.CgroupDriver == "systemd" {
+		return nil, nil
+	}
+	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, "kubepods"), derefInt64(kc.PodPidsLimit, -1))
+	if err != nil {
+		return nil, fmt.Errorf("pod cgroups: %w", err)
+	}
+	return m, nil
+}
+
+// pullRecords is the kubelet's image pull credential verification (KubeletEnsureSecretPulledImages, on by
+// default): records under <root-dir>/image_manager; the pull intents an earlier run left are turned into
+// records once the runtime answers.
+func (a *agent) pullRecords(connector *runtime.Connector) (*imagepull.Manager, error) {
+	kc := &a.cfg.Kubelet
+	if !config.EnsureSecretPulledImages(kc) {
+		return nil, nil
+	}
+	policy, err := imagepull.NewPolicy(kc.ImagePullCredentialsVerificationPolicy, kc.PreloadedImagesVerificationAllowlist)
+	if err != nil {
+		return nil, fmt.Errorf("imagePullCredentialsVerificationPolicy: %w", err)
+	}
+	records, err := imagepull.NewFileRecords(a.cfg.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	m := imagepull.NewManager(records, policy, clock.RealClock{})
+	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-connector.Connected():
+		}
+		images, err := a.cri.ListImages(ctx, nil)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to list images, image pull intents of an earlier run are kept")
+			return nil
+		}
+		m.Initialize(ctx, runtimeImages(images))
+		return nil
+	}))
+	return m, nil
+}
+
+// runtimeImages are the runtime's images as the pull records see them: ID and every tag and digest.
+func runtimeImages(images []*runtimeapi.Image) []imagepull.Image {
+	out := make([]imagepull.Image, 0, len(images))
+	for _, img := range images {
+		out = append(out, imagepull.Image{ID: img.Id, Tags: append(append([]string(nil), img.RepoTags...), img.RepoDigests...)})
+	}
+	return out
+}
+
+func derefInt64(p *int64, def int64) int64 {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 func derefString(p *string) string {

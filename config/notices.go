@@ -57,7 +57,8 @@ var implementedFields = map[string]bool{
 	// Hardening (issue 10).
 	"enableServer": true, "readOnlyPort": true, "enableDebuggingHandlers": true,
 	"tlsMinVersion": true, "tlsCipherSuites": true, "tlsCurvePreferences": true,
-	"allowedUnsafeSysctls": true,
+	"allowedUnsafeSysctls": true, "seccompDefault": true, "podPidsLimit": true, "protectKernelDefaults": true,
+	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
 }
 
 // partialFields are struct fields of which nodelet implements only some sub-fields: their sub-fields are

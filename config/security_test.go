@@ -75,7 +75,8 @@ func TestParseTLS(t *testing.T) {
 func TestHardeningFieldsAreImplemented(t *testing.T) {
 	c, err := loadFileT(t, header+"enableServer: false\nenableDebuggingHandlers: false\nreadOnlyPort: 10255\n"+
 		"tlsMinVersion: VersionTLS13\ntlsCipherSuites: [TLS_AES_128_GCM_SHA256]\ntlsCurvePreferences: [29]\n"+
-		"allowedUnsafeSysctls: [net.core.somaxconn]\n")
+		"allowedUnsafeSysctls: [net.core.somaxconn]\nseccompDefault: true\npodPidsLimit: 100\nprotectKernelDefaults: true\n"+
+		"imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [registry.k8s.io/*]\n")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,7 @@ func (h *housekeeping) run(ctx context.Context) {
 		}
 	}
 	h.removeOrphanedDirs(ctx, desired, inRuntime)
+	h.removeOrphanedCgroups(ctx, desired, inRuntime)
 	r.enqueueOverwritten(ctx)
 	r.crash.GC()
 	r.sandbox.GC()

@@ -11,10 +11,47 @@ import (
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/imagepull"
 	"github.com/nodelet/nodelet/podstatus"
 )
+
+// pullRecorder verifies images already on the node against a pod's pull credentials and records the
+// pulls that make them usable (imagepull.Manager; the KubeletEnsureSecretPulledImages feature).
+type pullRecorder interface {
+	MustPull(ctx context.Context, image, imageRef string, podSecrets func() ([]imagepull.Secret, error)) (bool, error)
+	RecordPullIntent(image string) error
+	RecordPulled(ctx context.Context, image, imageRef string, creds *kubeletconfigv1beta1.ImagePullCredentials)
+	RecordPullFailed(ctx context.Context, image string)
+}
+
+// pullCredentials are a pod's credentials for one image: the first pull secret matching the image's
+// registry (auth, from source) is used to pull; every matching one (secrets) may show that an image
+// already on the node was pulled with credentials the pod holds.
+type pullCredentials struct {
+	auth    *runtimeapi.AuthConfig
+	source  *imagepull.Secret // nil: an anonymous pull
+	secrets []imagepull.Secret
+}
+
+// pulledWith is what a pull with these credentials is recorded as: the secret used, or, for an anonymous
+// pull, an image any pod on the node may use.
+func (c pullCredentials) pulledWith() *kubeletconfigv1beta1.ImagePullCredentials {
+	if c.source == nil {
+		return &kubeletconfigv1beta1.ImagePullCredentials{NodePodsAccessible: true}
+	}
+	return &kubeletconfigv1beta1.ImagePullCredentials{KubernetesSecrets: []imagepull.Secret{*c.source}}
+}
+
+// id names the credentials a pull uses, so pods with different credentials never share a pull.
+func (c pullCredentials) id() string {
+	if c.source == nil {
+		return ""
+	}
+	return strings.Join([]string{c.source.Namespace, c.source.Name, c.source.UID, c.source.CredentialHash}, "/")
+}
 
 // imageService is what the image puller asks of the runtime.
 type imageService interface {
@@ -48,6 +85,9 @@ type pull struct {
 
 // imagePuller pulls images in the background, at most `parallel` at once, never blocking the caller:
 // Ensure starts a pull and returns; notify is called with each waiting pod's key when it ends.
+// With a recorder, an image already on the node is used only if the recorder says the pod may (else it is
+// pulled again with the pod's credentials, or refused under imagePullPolicy Never), and each pull is
+// recorded with the credentials it used.
 type imagePuller struct {
 	images   imageService
 	clock    clock.Clock
@@ -55,20 +95,21 @@ type imagePuller struct {
 	sem      chan struct{}
 	notify   func(podKey string)
 	recorder eventRecorder
+	records  pullRecorder // nil: images on the node are used without verification
 
 	mu       sync.Mutex
-	inflight map[string]*pull           // by image
-	waiters  map[string]map[string]bool // image → pod keys
+	inflight map[string]*pull           // by pull key (image, and with records the credentials)
+	waiters  map[string]map[string]bool // pull key → pod keys
 	results  map[string]*pull           // finished pulls by pod key + image, collected by Ensure
 }
 
-func newImagePuller(images imageService, clk clock.Clock, parallel int, rec eventRecorder, notify func(string)) *imagePuller {
+func newImagePuller(images imageService, clk clock.Clock, parallel int, rec eventRecorder, records pullRecorder, notify func(string)) *imagePuller {
 	if parallel <= 0 {
 		parallel = 1
 	}
 	return &imagePuller{
 		images: images, clock: clk, backoff: newBackoff(clk, backoffInitial, backoffMax),
-		sem: make(chan struct{}, parallel), notify: notify, recorder: rec,
+		sem: make(chan struct{}, parallel), notify: notify, recorder: rec, records: records,
 		inflight: map[string]*pull{}, waiters: map[string]map[string]bool{}, results: map[string]*pull{},
 	}
 }
@@ -85,9 +126,11 @@ func normalizeImage(image string) (string, error) {
 	return reference.TagNameOnly(named).String(), nil
 }
 
-// Ensure makes the container's image available per its pull policy. It never blocks on a pull.
+// Ensure makes the container's image available per its pull policy. It never blocks on a pull. creds
+// is called at most once, when the pod's credentials are needed.
 func (p *imagePuller) Ensure(ctx context.Context, podKey string, pod *corev1.Pod, c *corev1.Container,
-	auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) imageResult {
+	creds func() pullCredentials, sandbox *runtimeapi.PodSandboxConfig) imageResult {
+	creds = sync.OnceValue(creds)
 	image, err := normalizeImage(c.Image)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
@@ -103,10 +146,13 @@ func (p *imagePuller) Ensure(ctx context.Context, podKey string, pod *corev1.Pod
 			return imageResult{waiting: &podstatus.Waiting{Reason: reasonErrImagePull, Message: err.Error()}}
 		}
 		if present != nil {
-			p.event(pod, c, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
-			return imageResult{ref: present.Id}
+			if res, use := p.usePresent(ctx, pod, c, present.Id, creds); use {
+				return res
+			}
 		}
 		if c.ImagePullPolicy == corev1.PullNever {
+			// Not on the node, or on it but not for this pod: the kubelet says the same in both cases so
+			// as not to reveal an image the pod may not use.
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 			p.event(pod, c, corev1.EventTypeWarning, reasonErrImageNeverPull, msg)
 			return imageResult{waiting: &podstatus.Waiting{Reason: reasonErrImageNeverPull, Message: msg}}
@@ -118,8 +164,29 @@ func (p *imagePuller) Ensure(ctx context.Context, podKey string, pod *corev1.Pod
 		p.event(pod, c, corev1.EventTypeNormal, "BackOff", msg)
 		return imageResult{waiting: &podstatus.Waiting{Reason: reasonImagePullBackOff, Message: msg}, retryIn: wait}
 	}
-	p.start(pod, c, podKey, image, c.Image, auth, sandbox)
+	if err := p.start(pod, c, podKey, image, c.Image, creds(), sandbox); err != nil {
+		return imageResult{waiting: &podstatus.Waiting{Reason: reasonErrImagePull, Message: err.Error()}}
+	}
 	return imageResult{waiting: &podstatus.Waiting{Reason: "ContainerCreating"}}
+}
+
+// usePresent decides whether the container may run its image found on the node as ref: always without
+// records; with them, only when they show the image was pulled with credentials the pod holds, with none,
+// or the policy needs no verification (false: pull it with the pod's credentials).
+func (p *imagePuller) usePresent(ctx context.Context, pod *corev1.Pod, c *corev1.Container, ref string, creds func() pullCredentials) (imageResult, bool) {
+	if p.records == nil {
+		p.event(pod, c, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
+		return imageResult{ref: ref}, true
+	}
+	must, err := p.records.MustPull(ctx, c.Image, ref, func() ([]imagepull.Secret, error) { return creds().secrets, nil })
+	if err != nil {
+		return imageResult{waiting: &podstatus.Waiting{Reason: reasonErrImagePull, Message: err.Error()}}, true
+	}
+	if must {
+		return imageResult{}, false
+	}
+	p.event(pod, c, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", c.Image))
+	return imageResult{ref: ref}, true
 }
 
 // collect takes a finished pull's result for this pod and image, if there is one.
@@ -150,29 +217,39 @@ func (p *imagePuller) finish(pod *corev1.Pod, c *corev1.Container, podKey, image
 	return imageResult{waiting: &podstatus.Waiting{Reason: reasonErrImagePull, Message: msg}, retryIn: p.backoff.Delay(bkey)}
 }
 
-// start begins (or joins) a pull of image on behalf of podKey.
+// start begins (or joins) a pull of image on behalf of podKey. With records, pulls with different
+// credentials are kept apart and each records its intent first.
 func (p *imagePuller) start(pod *corev1.Pod, c *corev1.Container, podKey, image, userImage string,
-	auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) {
+	creds pullCredentials, sandbox *runtimeapi.PodSandboxConfig) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.waiters[image] == nil {
-		p.waiters[image] = map[string]bool{}
+	key := image
+	if p.records != nil {
+		key = image + "\x00" + userImage + "\x00" + creds.id()
 	}
-	p.waiters[image][podKey] = true
-	if _, running := p.inflight[image]; running {
-		return
+	if _, running := p.inflight[key]; !running {
+		if p.records != nil {
+			if err := p.records.RecordPullIntent(userImage); err != nil {
+				return fmt.Errorf("Failed to record image pull intent for container image %q: %w", userImage, err) //nolint:revive,staticcheck // the kubelet's message
+			}
+		}
+		pl := &pull{done: make(chan struct{})}
+		p.inflight[key] = pl
+		p.event(pod, c, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", userImage))
+		go p.run(pl, key, image, userImage, creds, sandbox)
 	}
-	pl := &pull{done: make(chan struct{})}
-	p.inflight[image] = pl
-	p.event(pod, c, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", userImage))
-	go p.run(pl, image, userImage, auth, sandbox)
+	if p.waiters[key] == nil {
+		p.waiters[key] = map[string]bool{}
+	}
+	p.waiters[key][podKey] = true
+	return nil
 }
 
-func (p *imagePuller) run(pl *pull, image, userImage string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) {
+func (p *imagePuller) run(pl *pull, key, image, userImage string, creds pullCredentials, sandbox *runtimeapi.PodSandboxConfig) {
 	p.sem <- struct{}{}
 	start := p.clock.Now()
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: userImage}
-	pl.ref, pl.err = p.images.PullImage(context.Background(), spec, auth, sandbox)
+	pl.ref, pl.err = p.images.PullImage(context.Background(), spec, creds.auth, sandbox)
 	<-p.sem
 	pl.elapsed = p.clock.Since(start)
 	if pl.err == nil {
@@ -180,18 +257,32 @@ func (p *imagePuller) run(pl *pull, image, userImage string, auth *runtimeapi.Au
 			pl.size = img.Size
 		}
 	}
+	p.record(userImage, creds, pl)
 	p.mu.Lock()
-	delete(p.inflight, image)
-	waiting := p.waiters[image]
-	delete(p.waiters, image)
-	for key := range waiting {
-		p.results[key+"|"+image] = pl
+	delete(p.inflight, key)
+	waiting := p.waiters[key]
+	delete(p.waiters, key)
+	for podKey := range waiting {
+		p.results[podKey+"|"+image] = pl
 	}
 	p.mu.Unlock()
 	close(pl.done)
-	for key := range waiting {
-		p.notify(key)
+	for podKey := range waiting {
+		p.notify(podKey)
 	}
+}
+
+// record ends a pull's intent: the image and the credentials it was pulled with, or the failure.
+func (p *imagePuller) record(userImage string, creds pullCredentials, pl *pull) {
+	if p.records == nil {
+		return
+	}
+	ctx := context.Background()
+	if pl.err != nil {
+		p.records.RecordPullFailed(ctx, userImage)
+		return
+	}
+	p.records.RecordPulled(ctx, userImage, pl.ref, creds.pulledWith())
 }
 
 // Forget drops what is kept for a pod that is gone.

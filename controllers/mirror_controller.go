@@ -75,14 +75,10 @@ func (r *MirrorPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// An ordinary API pod holds the name; the kubelet leaves it alone too.
 		return ctrl.Result{}, nil
 	}
+	if !hasStatic {
+		return r.reconcileOrphan(ctx, mirror, exists)
+	}
 	switch {
-	case !hasStatic && exists && !r.Static.SeenSources(r.StaticKinds...):
-		ctrl.LoggerFrom(ctx).V(1).Info("Keeping mirror pod until every static pod source was read once")
-		return ctrl.Result{RequeueAfter: sourcesWait}, nil
-	case !hasStatic && exists:
-		return ctrl.Result{}, r.deleteMirror(ctx, mirror, "its static pod is gone")
-	case !hasStatic:
-		return ctrl.Result{}, nil
 	case exists && mirror.DeletionTimestamp != nil:
 		// Someone deleted it: finish the deletion at once (nothing runs behind a mirror pod); the delete
 		// event brings us back to create it again.
@@ -93,6 +89,19 @@ func (r *MirrorPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.createMirror(ctx, static)
+}
+
+// reconcileOrphan handles a key with no static pod: its mirror pod goes, but only once every static pod source
+// has been read (the kubelet's "sources ready"), so a source that is not answering yet deletes nothing.
+func (r *MirrorPodReconciler) reconcileOrphan(ctx context.Context, mirror *corev1.Pod, exists bool) (ctrl.Result, error) {
+	switch {
+	case !exists:
+		return ctrl.Result{}, nil
+	case !r.Static.SeenSources(r.StaticKinds...):
+		ctrl.LoggerFrom(ctx).V(1).Info("Keeping mirror pod until every static pod source was read once")
+		return ctrl.Result{RequeueAfter: sourcesWait}, nil
+	}
+	return ctrl.Result{}, r.deleteMirror(ctx, mirror, "its static pod is gone")
 }
 
 // createMirror creates the mirror pod of a static pod.

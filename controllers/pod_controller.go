@@ -53,6 +53,13 @@ type proberManager interface {
 	Ready(containerID string) (ready, known bool)
 }
 
+// podCgroups is what the Pod reconciler asks of the pod cgroups (podcgroups.Manager).
+type podCgroups interface {
+	Ensure(parent string) error
+	Remove(uid types.UID) error
+	List() []types.UID
+}
+
 // volumeManager is what the Pod reconciler asks of the volume manager.
 type volumeManager interface {
 	SetUp(ctx context.Context, pod *corev1.Pod) []error
@@ -112,6 +119,14 @@ type PodReconciler struct {
 	Node func(ctx context.Context) (*corev1.Node, error)
 	// Sysctls are the sysctls pods may set (nil: the safe sysctls of any kernel).
 	Sysctls *SysctlAllowlist
+	// SeccompDefault is seccompDefault: containers that name no seccomp profile run RuntimeDefault.
+	SeccompDefault bool
+	// PodCgroups makes a pod's cgroup with podPidsLimit before its sandbox runs and removes it with the
+	// pod (nil: the runtime alone makes pod cgroups).
+	PodCgroups podCgroups
+	// PullRecords checks images already on the node against a pod's pull credentials and records pulls
+	// (imagePullCredentialsVerificationPolicy; nil: KubeletEnsureSecretPulledImages is off).
+	PullRecords pullRecorder
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -193,7 +208,7 @@ func (r *PodReconciler) init() {
 	r.workers = map[types.UID]*podWorker{}
 	r.byKey = map[types.NamespacedName]map[types.UID]bool{}
 	r.wake = make(chan event.GenericEvent, 1024)
-	r.puller = newImagePuller(r.Runtime, r.Clock, r.ImagePulls, r.Recorder, r.enqueueKey)
+	r.puller = newImagePuller(r.Runtime, r.Clock, r.ImagePulls, r.Recorder, r.PullRecords, r.enqueueKey)
 	r.crash = newBackoff(r.Clock, backoffInitial, backoffMax)
 	r.sandbox = newBackoff(r.Clock, time.Second, backoffMax)
 	if r.metrics == nil {

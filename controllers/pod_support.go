@@ -2,17 +2,12 @@ package controllers
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"strings"
 
-	"github.com/distribution/reference"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -55,85 +50,6 @@ func (a APIObjects) RuntimeHandler(ctx context.Context, name string) (string, er
 		return "", err
 	}
 	return rc.Handler, nil
-}
-
-// dockerConfig is the content of a kubernetes.io/dockerconfigjson or dockercfg Secret.
-type dockerConfig struct {
-	Auths map[string]dockerAuth `json:"auths"`
-}
-
-type dockerAuth struct {
-	Username      string `json:"username"`
-	Password      string `json:"password"`
-	Auth          string `json:"auth"`
-	IdentityToken string `json:"identitytoken"`
-	RegistryToken string `json:"registrytoken"`
-}
-
-// pullAuth returns the credentials of the pod's imagePullSecrets that match the image's registry.
-// Missing or malformed secrets are skipped, as in the kubelet (the pull then goes anonymous).
-func (r *PodReconciler) pullAuth(ctx context.Context, pod *corev1.Pod, image string) *runtimeapi.AuthConfig {
-	if len(pod.Spec.ImagePullSecrets) == 0 || r.Secrets == nil {
-		return nil
-	}
-	named, err := reference.ParseNormalizedNamed(image)
-	if err != nil {
-		return nil
-	}
-	domain := reference.Domain(named)
-	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, err := r.Secrets.GetSecret(ctx, pod.Namespace, ref.Name)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Info("Unable to retrieve pull secret, the image pull may not succeed", "secret", ref.Name, "err", err.Error())
-			continue
-		}
-		if a := matchAuth(s, domain); a != nil {
-			return a
-		}
-	}
-	return nil
-}
-
-func matchAuth(s *corev1.Secret, domain string) *runtimeapi.AuthConfig {
-	var cfg dockerConfig
-	switch s.Type {
-	case corev1.SecretTypeDockerConfigJson:
-		if json.Unmarshal(s.Data[corev1.DockerConfigJsonKey], &cfg) != nil {
-			return nil
-		}
-	case corev1.SecretTypeDockercfg:
-		if json.Unmarshal(s.Data[corev1.DockerConfigKey], &cfg.Auths) != nil {
-			return nil
-		}
-	default:
-		return nil
-	}
-	for key, a := range cfg.Auths {
-		if !registryMatches(registryHost(key), domain) {
-			continue
-		}
-		out := &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth,
-			IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken, ServerAddress: key}
-		if out.Username == "" && a.Auth != "" {
-			if b, err := base64.StdEncoding.DecodeString(a.Auth); err == nil {
-				out.Username, out.Password, _ = strings.Cut(string(b), ":")
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// registryMatches reports whether a docker config host serves the image's domain.
-func registryMatches(host, domain string) bool {
-	return host == domain || domain == "docker.io" && host == "index.docker.io"
-}
-
-// registryHost reduces a docker config key ("https://index.docker.io/v1/", "registry:5000") to a host.
-func registryHost(key string) string {
-	key = strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
-	host, _, _ := strings.Cut(key, "/")
-	return host
 }
 
 // podMetrics are the kubelet's pod metrics that nodelet records.

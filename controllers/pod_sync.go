@@ -112,6 +112,10 @@ func (r *PodReconciler) createSandbox(ctx context.Context, w *podWorker, pod *co
 		return false, wait, nil
 	}
 	cfg, err := r.sandboxConfig(pod, attempt)
+	if err == nil && !r.ensurePodCgroup(ctx, pod, cfg) {
+		r.sandbox.Next(bkey, r.Clock.Now())
+		return false, r.sandbox.Delay(bkey), nil
+	}
 	if err == nil {
 		err = r.makePodDirs(pod, cfg.LogDirectory)
 	}
@@ -184,7 +188,8 @@ func (r *PodReconciler) startContainer(ctx context.Context, w *podWorker, pod *c
 		}
 		r.crash.Next(key, s.lastExit.FinishedAt)
 	}
-	img := r.puller.Ensure(ctx, w.key.String(), pod, c, r.pullAuth(ctx, pod, c.Image), sbCfg)
+	creds := func() pullCredentials { return r.pullCredentials(ctx, pod, c.Image) }
+	img := r.puller.Ensure(ctx, w.key.String(), pod, c, creds, sbCfg)
 	if img.waiting != nil {
 		r.setWaiting(w, c.Name, *img.waiting)
 		return result{after: img.retryIn}
@@ -274,6 +279,7 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	}
 	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
+		SeccompDefault: r.SeccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.RootDir),
 		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
 		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})

@@ -259,6 +259,7 @@ func (r *PodReconciler) removePod(ctx context.Context, w *podWorker, st *runtime
 			return err
 		}
 	}
+	r.removePodCgroup(ctx, w.uid)
 	if r.Volumes != nil {
 		// Never remove the pod directory through a mount that is still there.
 		if err := r.Volumes.TearDown(ctx, w.uid); err != nil {

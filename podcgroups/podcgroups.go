@@ -1,0 +1,206 @@
+package podcgroups
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// DefaultRoot is where the cgroup filesystem is mounted.
+const DefaultRoot = "/sys/fs/cgroup"
+
+const (
+	pidsController = "pids"
+	pidsMax        = "pids.max"
+	subtreeControl = "cgroup.subtree_control"
+	podPrefix      = "pod"
+	dirMode        = 0o755
+)
+
+// qosDirs are where pod cgroups live under kubepods: Guaranteed, Burstable and BestEffort pods.
+var qosDirs = []string{"", "burstable", "besteffort"}
+
+// Manager creates and removes pod cgroups on one cgroup filesystem.
+type Manager struct {
+	// Root is the cgroup filesystem's mount point (DefaultRoot).
+	Root string
+	// Unified is true on cgroup v2 (one hierarchy at Root), false on v1 (a hierarchy per controller
+	// under Root: Root/pids, Root/memory, ...).
+	Unified bool
+	// Kubepods is the kubepods cgroup as a cgroupfs path (<cgroupRoot>/kubepods, e.g. "/kubepods").
+	Kubepods string
+	// PidsLimit is podPidsLimit; 0 or less sets no limit (pod cgroups are then left to the runtime).
+	PidsLimit int64
+
+	// mkdir and rmdir make and remove one cgroup (os.Mkdir, unix.Rmdir; tests fake cgroupfs with them).
+	mkdir, rmdir func(dir string) error
+}
+
+// New returns a manager for the host's cgroup filesystem at root, detecting v1 or v2.
+func New(root, kubepods string, pidsLimit int64) (*Manager, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(root, &st); err != nil {
+		return nil, fmt.Errorf("stat cgroup filesystem %s: %w", root, err)
+	}
+	return &Manager{Root: root, Unified: st.Type == unix.CGROUP2_SUPER_MAGIC, Kubepods: kubepods, PidsLimit: pidsLimit}, nil
+}
+
+// Ensure makes the pod cgroup parent (a cgroupfs path from runtime.PodCgroupParent) with pids.max set to
+// PidsLimit, as the kubelet's pod container manager does before the sandbox runs. Without a limit it
+// does nothing. On cgroup v2 the pids controller is enabled down to the pod cgroup, as runc would.
+func (m *Manager) Ensure(parent string) error {
+	if m.PidsLimit <= 0 {
+		return nil
+	}
+	if !m.underKubepods(parent) {
+		return fmt.Errorf("pod cgroup %q is not under %s", parent, m.Kubepods)
+	}
+	dir, err := m.makeDir(parent)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, pidsMax), []byte(strconv.FormatInt(m.PidsLimit, 10)), 0o644); err != nil {
+		return fmt.Errorf("set pids.max of pod cgroup %s: %w", parent, err)
+	}
+	return nil
+}
+
+// makeDir creates the pod cgroup in the pids hierarchy (v1) or the unified one (v2, enabling pids in
+// each ancestor's subtree_control) and returns its directory.
+func (m *Manager) makeDir(parent string) (string, error) {
+	if !m.Unified {
+		dir := filepath.Join(m.Root, pidsController, filepath.FromSlash(parent))
+		if err := os.MkdirAll(dir, dirMode); err != nil {
+			return "", fmt.Errorf("create pod cgroup %s: %w", parent, err)
+		}
+		return dir, nil
+	}
+	dir := m.Root
+	for _, part := range strings.Split(strings.Trim(parent, "/"), "/") {
+		if err := enableController(dir, pidsController); err != nil {
+			return "", err
+		}
+		dir = filepath.Join(dir, part)
+		if err := m.makeCgroup(dir); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("create pod cgroup %s: %w", parent, err)
+		}
+	}
+	return dir, nil
+}
+
+func (m *Manager) makeCgroup(dir string) error {
+	if m.mkdir != nil {
+		return m.mkdir(dir)
+	}
+	return os.Mkdir(dir, dirMode)
+}
+
+// removeCgroup removes an empty cgroup (rmdir: its control files are not files to delete).
+func (m *Manager) removeCgroup(dir string) error {
+	if m.rmdir != nil {
+		return m.rmdir(dir)
+	}
+	return unix.Rmdir(dir)
+}
+
+// enableController adds controller to dir's cgroup.subtree_control unless it is there already.
+func enableController(dir, controller string) error {
+	file := filepath.Join(dir, subtreeControl)
+	cur, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", file, err)
+	}
+	if slices.Contains(strings.Fields(string(cur)), controller) {
+		return nil
+	}
+	if err := os.WriteFile(file, []byte("+"+controller), 0o644); err != nil {
+		return fmt.Errorf("enable %s in %s: %w", controller, file, err)
+	}
+	return nil
+}
+
+// underKubepods reports whether parent is a cgroup below Kubepods, with no ".." element.
+func (m *Manager) underKubepods(parent string) bool {
+	clean := path.Clean("/" + parent)
+	return clean == parent && strings.HasPrefix(clean, path.Clean("/"+m.Kubepods)+"/")
+}
+
+// Remove deletes the pod cgroup of uid wherever it is (each QoS class, each hierarchy). A cgroup that
+// still holds containers is left, and the error says so; a missing one is not an error.
+func (m *Manager) Remove(uid types.UID) error {
+	if !validUID(string(uid)) {
+		return fmt.Errorf("invalid pod UID %q", uid)
+	}
+	var errs []error
+	for _, h := range m.hierarchies() {
+		for _, q := range qosDirs {
+			dir := filepath.Join(h, filepath.FromSlash(m.Kubepods), q, podPrefix+string(uid))
+			if err := m.removeCgroup(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove pod cgroup %s: %w", dir, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// List returns the UIDs of the pod cgroups found in any hierarchy.
+func (m *Manager) List() []types.UID {
+	seen := map[types.UID]bool{}
+	var out []types.UID
+	for _, h := range m.hierarchies() {
+		for _, q := range qosDirs {
+			entries, _ := os.ReadDir(filepath.Join(h, filepath.FromSlash(m.Kubepods), q))
+			for _, e := range entries {
+				uid, ok := strings.CutPrefix(e.Name(), podPrefix)
+				if e.IsDir() && ok && validUID(uid) && !seen[types.UID(uid)] {
+					seen[types.UID(uid)] = true
+					out = append(out, types.UID(uid))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// hierarchies are the directories pod cgroups may be in: Root on v2; each mounted hierarchy on v1 (the
+// runtime makes the pod cgroup in all of them).
+func (m *Manager) hierarchies() []string {
+	if m.Unified {
+		return []string{m.Root}
+	}
+	entries, err := os.ReadDir(m.Root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(m.Root, e.Name())
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() && e.Type()&fs.ModeSymlink == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validUID accepts what a pod UID can be and nothing that changes a path: letters, digits, '-' and '_'
+// (static pod UIDs are hex hashes, API UIDs are RFC 4122 strings).
+func validUID(uid string) bool {
+	if uid == "" || len(uid) > 128 {
+		return false
+	}
+	for _, r := range uid {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
