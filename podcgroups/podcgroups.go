@@ -198,9 +198,13 @@ func validUID(uid string) bool {
 		return false
 	}
 	for _, r := range uid {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		if !uidRune(r) {
 			return false
 		}
 	}
 	return true
+}
+
+func uidRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
