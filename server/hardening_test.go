@@ -165,6 +165,7 @@ func TestReadOnlyPortServesTheKubeletsUnauthenticatedEndpoints(t *testing.T) {
 		{"GET", "/healthz", http.StatusOK, "ok"},
 		{"GET", "/pods", http.StatusOK, `"name":"web"`},
 		{"GET", "/stats/summary", http.StatusOK, `"nodeName":"node-a"`},
+		{"POST", "/stats/summary", http.StatusOK, `"nodeName":"node-a"`},
 		{"GET", "/metrics", http.StatusOK, ""},
 		{"GET", "/metrics/resource", http.StatusOK, ""},
 		{"GET", "/configz", http.StatusNotFound, ""},

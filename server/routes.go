@@ -45,6 +45,7 @@ func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
 	mux.Handle("GET /metrics/resource", short(s.resourceMetrics))
 	mux.Handle("GET /stats/summary", short(s.statsSummary))
+	mux.Handle("POST /stats/summary", short(s.statsSummary)) // the kubelet routes both methods
 }
 
 // debuggingRoutes are the kubelet's debugging endpoints: logs, exec, attach, port-forward, run, configz.
