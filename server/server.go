@@ -196,7 +196,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.rotateLogs(ctx)
 	var serving []<-chan error
 	if s.handler != nil {
-		logInsecureCiphers(ctx, s.opts.TLSCipherSuites)
+		logCipherSuites(ctx, s.opts.TLSMinVersion, s.opts.TLSCipherSuites)
 		ch, err := s.serve(ctx, s.opts.Port, s.handler, s.tlsConfig, s.listening)
 		if err != nil {
 			return err
@@ -263,12 +263,16 @@ func (s *Server) serve(ctx context.Context, port int32, handler http.Handler, tl
 	return done, nil
 }
 
-// logInsecureCiphers notes each configured cipher suite Go calls insecure, as the kubelet does.
-func logInsecureCiphers(ctx context.Context, suites []uint16) {
+// logCipherSuites notes, as the kubelet does, each configured cipher suite Go calls insecure, and suites
+// configured with a TLS 1.3 minimum (TLS 1.3 suites are not configurable).
+func logCipherSuites(ctx context.Context, minVersion uint16, suites []uint16) {
 	for _, c := range tls.InsecureCipherSuites() {
 		if slices.Contains(suites, c.ID) {
 			ctrl.LoggerFrom(ctx).Info("Use of insecure cipher detected.", "cipher", c.Name)
 		}
+	}
+	if minVersion == tls.VersionTLS13 && len(suites) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Warning: TLS 1.3 cipher suites are not configurable, ignoring --tls-cipher-suites")
 	}
 }
 
