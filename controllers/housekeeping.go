@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // housekeepingPeriod is how often the agent looks for orphans (the kubelet's housekeeping period).
@@ -143,7 +145,11 @@ func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntim
 		if !e.IsDir() || desired[uid] || inRuntime[uid] || r.known(uid) {
 			continue
 		}
-		dir := filepath.Join(r.RootDir, "pods", e.Name())
+		dir, err := runtime.PodDir(r.RootDir, uid)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Leaving a pod directory alone", "podUID", uid)
+			continue
+		}
 		if r.Volumes != nil {
 			if err := r.Volumes.TearDown(ctx, uid); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Failed to tear down volumes of an orphaned pod", "podUID", uid)

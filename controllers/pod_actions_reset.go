@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 
@@ -119,7 +118,12 @@ func restartCountFromLogs(dir string) int {
 // logFileName matches the kubelet's container log files: <restartCount>.log and their rotations.
 var logFileName = regexp.MustCompile(`^(\d+)\.log(\..*)?`)
 
-// containerLogDir is the directory of a container's log files.
+// containerLogDir is the directory of a container's log files; "" when an identifier cannot be part of a
+// path (the container's config then fails with that error).
 func (r *PodReconciler) containerLogDir(pod *corev1.Pod, name string) string {
-	return filepath.Join(runtime.PodLogDir(r.Sandbox.PodLogsDir, pod), name)
+	dir, err := runtime.ContainerLogDir(r.Sandbox.PodLogsDir, pod, name)
+	if err != nil {
+		return ""
+	}
+	return dir
 }

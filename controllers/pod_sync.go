@@ -147,7 +147,11 @@ func (r *PodReconciler) createSandbox(ctx context.Context, w *podWorker, pod *co
 
 // makePodDirs creates <root>/pods/<uid> and the pod's log directory.
 func (r *PodReconciler) makePodDirs(pod *corev1.Pod, logDir string) error {
-	for _, d := range []string{runtime.PodDir(r.RootDir, pod.UID), logDir} {
+	podDir, err := runtime.PodDir(r.RootDir, pod.UID)
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{podDir, logDir} {
 		if d == "" {
 			continue
 		}
@@ -264,7 +268,10 @@ func (r *PodReconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	if err != nil {
 		return nil, err
 	}
-	podDir := runtime.PodDir(r.RootDir, pod.UID)
+	podDir, err := runtime.PodDir(r.RootDir, pod.UID)
+	if err != nil {
+		return nil, err
+	}
 	hosts, err := runtime.EnsureEtcHosts(podDir, pod, podIPs, r.Sandbox.ClusterDomain)
 	if err != nil {
 		return nil, err

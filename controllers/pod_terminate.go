@@ -267,18 +267,31 @@ func (r *PodReconciler) removePod(ctx context.Context, w *podWorker, st *runtime
 		}
 	}
 	if r.RootDir != "" {
-		if err := os.RemoveAll(runtime.PodDir(r.RootDir, w.uid)); err != nil {
+		if err := removeDir(runtime.PodDir(r.RootDir, w.uid)); err != nil {
 			return err
 		}
 	}
 	if r.Sandbox.PodLogsDir != "" {
 		stub := &corev1.Pod{}
 		stub.Namespace, stub.Name, stub.UID = w.key.Namespace, w.key.Name, w.uid
-		if err := os.RemoveAll(runtime.PodLogDir(r.Sandbox.PodLogsDir, stub)); err != nil {
+		if err := removeDir(runtime.PodLogDir(r.Sandbox.PodLogsDir, stub)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// removeDir removes the directory a path builder named. Identifiers that cannot be part of a path (a
+// hostile UID, namespace or name, e.g. from a container's labels) have no directory — the agent never made
+// one, as the path builders refuse them — so there is nothing to remove.
+func removeDir(dir string, err error) error {
+	if errors.Is(err, podrules.ErrUnsafePathSegment) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
 }
 
 // finishDeletion removes what the runtime holds and then the API object, with grace 0 and a UID

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // DefaultPodLogsDir is where the kubelet keeps container logs unless configured otherwise.
@@ -62,6 +64,10 @@ type SandboxOptions struct {
 // metadata, labels and annotations, DNS, hostname, log directory, port mappings and the Linux config
 // (cgroup parent, sysctls, security context, resources and overhead).
 func SandboxConfig(pod *corev1.Pod, attempt uint32, opts SandboxOptions) (*runtimeapi.PodSandboxConfig, error) {
+	logDir, err := PodLogDir(opts.PodLogsDir, pod)
+	if err != nil {
+		return nil, fmt.Errorf("log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -71,7 +77,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts SandboxOptions) (*runti
 		},
 		Labels:       SandboxLabels(pod),
 		Annotations:  SandboxAnnotations(pod),
-		LogDirectory: PodLogDir(opts.PodLogsDir, pod),
+		LogDirectory: logDir,
 		PortMappings: portMappings(pod),
 	}
 	dns, err := PodDNSConfig(pod, opts)
@@ -90,17 +96,56 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts SandboxOptions) (*runti
 	return cfg, nil
 }
 
-// PodLogDir is the directory of the pod's container logs: <dir>/<namespace>_<name>_<uid>.
-func PodLogDir(podLogsDir string, pod *corev1.Pod) string {
+// PodLogDir is the directory of the pod's container logs: <dir>/<namespace>_<name>_<uid>. A namespace,
+// name or UID that is not a single path segment (podrules.PathSegment), or a directory name too long for
+// one, is an error.
+func PodLogDir(podLogsDir string, pod *corev1.Pod) (string, error) {
 	if podLogsDir == "" {
 		podLogsDir = DefaultPodLogsDir
 	}
-	return filepath.Join(podLogsDir, strings.Join([]string{pod.Namespace, pod.Name, string(pod.UID)}, logDirDelimiter))
+	err := pathSegments("pod namespace", pod.Namespace, "pod name", pod.Name, "pod UID", string(pod.UID))
+	if err != nil {
+		return "", err
+	}
+	name := strings.Join([]string{pod.Namespace, pod.Name, string(pod.UID)}, logDirDelimiter)
+	if err := podrules.PathSegment("pod log directory", name); err != nil {
+		return "", err
+	}
+	return filepath.Join(podLogsDir, name), nil
 }
 
-// ContainerLogPath is a container attempt's log file relative to its pod's log directory.
-func ContainerLogPath(containerName string, restartCount int) string {
-	return filepath.Join(containerName, strconv.Itoa(restartCount)+".log")
+// ContainerLogDir is the directory of a container's log files: <pod log dir>/<container name>.
+func ContainerLogDir(podLogsDir string, pod *corev1.Pod, containerName string) (string, error) {
+	dir, err := PodLogDir(podLogsDir, pod)
+	if err != nil {
+		return "", err
+	}
+	if err := podrules.PathSegment("container name", containerName); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, containerName), nil
+}
+
+// ContainerLogPath is a container attempt's log file relative to its pod's log directory:
+// <container name>/<restartCount>.log.
+func ContainerLogPath(containerName string, restartCount int) (string, error) {
+	if err := podrules.PathSegment("container name", containerName); err != nil {
+		return "", err
+	}
+	if restartCount < 0 {
+		return "", fmt.Errorf("container %q: negative restart count %d", containerName, restartCount)
+	}
+	return filepath.Join(containerName, strconv.Itoa(restartCount)+".log"), nil
+}
+
+// pathSegments checks identifiers, given as what/value pairs, with podrules.PathSegment.
+func pathSegments(whatValue ...string) error {
+	for i := 0; i+1 < len(whatValue); i += 2 {
+		if err := podrules.PathSegment(whatValue[i], whatValue[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RuntimeHandler resolves the pod's RuntimeClass to the CRI runtime handler; "" (the runtime's default)
@@ -269,6 +314,10 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind ContainerKind, r
 	if err := verifyRunAsNonRoot(pod, c, opts.ImageUID, opts.ImageUsername); err != nil {
 		return nil, asConfigError(err)
 	}
+	logPath, err := ContainerLogPath(c.Name, restartCount)
+	if err != nil {
+		return nil, asConfigError(err)
+	}
 	command, args := expandCommandAndArgs(c, opts.Env)
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
@@ -280,7 +329,7 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind ContainerKind, r
 		Mounts:      containerMounts(c, opts),
 		Labels:      ContainerLabels(pod, c.Name),
 		Annotations: ContainerAnnotations(pod, c, kind, restartCount),
-		LogPath:     ContainerLogPath(c.Name, restartCount),
+		LogPath:     logPath,
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,

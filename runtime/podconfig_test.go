@@ -345,11 +345,11 @@ func TestSandboxResources(t *testing.T) {
 
 func TestPodLogDir(t *testing.T) {
 	pod := testPod()
-	if got := PodLogDir("", pod); got != "/var/log/pods/default_web_1234-abcd" {
-		t.Errorf("default dir: %q", got)
+	if got, err := PodLogDir("", pod); err != nil || got != "/var/log/pods/default_web_1234-abcd" {
+		t.Errorf("default dir: %q, %v", got, err)
 	}
-	if got := PodLogDir("/logs", pod); got != "/logs/default_web_1234-abcd" {
-		t.Errorf("custom dir: %q", got)
+	if got, err := PodLogDir("/logs", pod); err != nil || got != "/logs/default_web_1234-abcd" {
+		t.Errorf("custom dir: %q, %v", got, err)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // The kubelet's limits on termination messages (pkg/kubelet/container/runtime.go).
@@ -46,9 +48,13 @@ type ContainerFiles struct {
 }
 
 // PodDir is the pod's directory under the agent's root dir: <root>/pods/<uid>, holding etc-hosts,
-// containers/<name>/<random id> (termination messages) and volumes/.
-func PodDir(rootDir string, uid types.UID) string {
-	return filepath.Join(rootDir, podsDirName, string(uid))
+// containers/<name>/<random id> (termination messages) and volumes/. A UID that is not a single path
+// segment (podrules.PathSegment) is an error.
+func PodDir(rootDir string, uid types.UID) (string, error) {
+	if err := podrules.PathSegment("pod UID", string(uid)); err != nil {
+		return "", err
+	}
+	return filepath.Join(rootDir, podsDirName, string(uid)), nil
 }
 
 // EnsureEtcHosts writes <podDir>/etc-hosts like the kubelet and returns its path. A pod on the pod
@@ -121,8 +127,12 @@ func hostAliasEntries(aliases []corev1.HostAlias) []byte {
 }
 
 // NewTerminationLog creates an empty, world-writable file for one container attempt's termination
-// message under <podDir>/containers/<name>/ and returns its path.
+// message under <podDir>/containers/<name>/ and returns its path. A container name that is not a single
+// path segment is an error.
 func NewTerminationLog(podDir, containerName string) (string, error) {
+	if err := podrules.PathSegment("container name", containerName); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(podDir, podContainersDirName, containerName)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("create container dir: %w", err)

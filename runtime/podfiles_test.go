@@ -11,8 +11,8 @@ import (
 )
 
 func TestPodDir(t *testing.T) {
-	if got := PodDir("/var/lib/nodelet", "1234-abcd"); got != "/var/lib/nodelet/pods/1234-abcd" {
-		t.Errorf("PodDir = %q", got)
+	if got, err := PodDir("/var/lib/nodelet", "1234-abcd"); err != nil || got != "/var/lib/nodelet/pods/1234-abcd" {
+		t.Errorf("PodDir = %q, %v", got, err)
 	}
 }
 

@@ -256,20 +256,50 @@ func trimRuntime(id string) string {
 	return id
 }
 
-// logPath is the container's log file as the runtime reports it, else where nodelet asks runtimes to write
-// it: <podLogsDir>/<namespace>_<name>_<uid>/<container>/<restartCount>.log.
+// logPath is the log file of the container with that ID, which must be one of pod's attempts.
 func (s *Server) logPath(ctx context.Context, pod *corev1.Pod, id string) (string, error) {
 	resp, err := s.opts.Runtime.ContainerStatus(ctx, id, false)
 	if err != nil {
 		return "", fmt.Errorf("container status of %s: %w", id, err)
 	}
-	st := resp.GetStatus()
-	if p := st.GetLogPath(); p != "" {
-		return p, nil
+	return containerLogFile(s.opts.PodLogsDir, pod, resp.GetStatus())
+}
+
+// containerLogFile is a container's log file as the runtime reports it, else where nodelet asks runtimes
+// to write it: <podLogsDir>/<namespace>_<name>_<uid>/<container>/<restartCount>.log. Either way it must lie
+// inside podLogsDir: the node API never reads a file elsewhere, whatever a runtime or a container's labels
+// and annotations say.
+func containerLogFile(podLogsDir string, pod *corev1.Pod, st *runtimeapi.ContainerStatus) (string, error) {
+	p := st.GetLogPath()
+	if p == "" {
+		restarts, err := strconv.Atoi(st.GetAnnotations()[runtime.AnnotationContainerRestartCount])
+		if err != nil {
+			restarts = 0
+		}
+		dir, err := runtime.PodLogDir(podLogsDir, pod)
+		if err != nil {
+			return "", errorf(http.StatusBadRequest, "%s", err.Error())
+		}
+		file, err := runtime.ContainerLogPath(st.GetMetadata().GetName(), restarts)
+		if err != nil {
+			return "", errorf(http.StatusBadRequest, "%s", err.Error())
+		}
+		p = filepath.Join(dir, file)
 	}
-	restarts, _ := strconv.Atoi(st.GetAnnotations()[runtime.AnnotationContainerRestartCount])
-	return filepath.Join(runtime.PodLogDir(s.opts.PodLogsDir, pod),
-		runtime.ContainerLogPath(st.GetMetadata().GetName(), restarts)), nil
+	if !insideDir(podLogsDir, p) {
+		return "", errorf(http.StatusForbidden, "log file of container %s is outside the pod logs directory", st.GetId())
+	}
+	return p, nil
+}
+
+// insideDir reports whether path names a file strictly below dir (lexically: both are cleaned, and a
+// relative path is never inside).
+func insideDir(dir, path string) bool {
+	if !filepath.IsAbs(path) || strings.ContainsRune(path, 0) {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != "." && filepath.IsLocal(rel)
 }
 
 // containerRunning tells whether the container still runs (and may write more); an unreachable runtime

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,7 +130,9 @@ func (s *Server) containerStats(pod *runtimeapi.PodSandboxMetadata, cst *runtime
 	out.Rootfs = fsStats(cst.GetWritableLayer())
 	podRef := &corev1.Pod{}
 	podRef.Namespace, podRef.Name, podRef.UID = pod.GetNamespace(), pod.GetName(), types.UID(pod.GetUid())
-	out.Logs = dirUsage(filepath.Join(runtime.PodLogDir(s.opts.PodLogsDir, podRef), name))
+	if dir, err := runtime.ContainerLogDir(s.opts.PodLogsDir, podRef, name); err == nil {
+		out.Logs = dirUsage(dir)
+	}
 	return out
 }
 

@@ -90,6 +90,11 @@ func (s *Server) rotateContainer(ctx context.Context, id string) error {
 	if path == "" {
 		return nil
 	}
+	if !insideDir(s.opts.PodLogsDir, path) {
+		// Not a pod's log (a container made by another tool, or a label forged): never rename or remove it.
+		ctrl.LoggerFrom(ctx).V(2).Info("Not rotating a log outside the pod logs directory", "containerID", id, "path", path)
+		return nil
+	}
 	info, err := os.Stat(path)
 	if os.IsNotExist(err) {
 		// Lost (removed by hand, or a failed rotation): have the runtime create it again.

@@ -248,6 +248,7 @@ func TestBadCorpus(t *testing.T) {
 		"no-containers.yaml":             {ErrInvalidPod, []string{"spec.containers", "at least one container"}},
 		"invalid-pod-name.yaml":          {ErrInvalidPod, []string{"metadata.name", "Web_Server-node-1"}},
 		"invalid-namespace.yaml":         {ErrInvalidPod, []string{"metadata.namespace", "kube.system"}},
+		"traversal-uid.yaml":             {ErrInvalidPod, []string{"metadata.uid", "../../..", "path separator"}},
 		"invalid-container-name.yaml":    {ErrInvalidPod, []string{"spec.containers[0].name", "Web.Server"}},
 		"duplicate-container-names.yaml": {ErrInvalidPod, []string{"spec.containers[0].name", "Duplicate", `"web"`}},
 		"missing-image.yaml":             {ErrInvalidPod, []string{"spec.containers[0].image", "Required"}},

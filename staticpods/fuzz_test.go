@@ -45,6 +45,9 @@ func FuzzDecode(f *testing.F) {
 			switch {
 			case pod.Name == "" || pod.Namespace == "" || pod.UID == "":
 				t.Fatalf("pod %d without identity: %q/%q uid %q", i, pod.Namespace, pod.Name, pod.UID)
+			case podrules.PathSegment("uid", string(pod.UID)) != nil || podrules.PathSegment("name", pod.Name) != nil ||
+				podrules.PathSegment("namespace", pod.Namespace) != nil:
+				t.Fatalf("pod %d with an identifier that cannot be a path segment: %q/%q uid %q", i, pod.Namespace, pod.Name, pod.UID)
 			case pod.Spec.NodeName != testNode:
 				t.Fatalf("pod %s: nodeName %q", pod.Name, pod.Spec.NodeName)
 			case pod.Annotations[AnnotationConfigHash] != string(pod.UID) || !podrules.IsStaticPod(pod):

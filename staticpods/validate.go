@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // validatePod checks, after defaulting and naming, the parts of the API's create validation whose
@@ -30,6 +32,11 @@ func validateMeta(meta *metav1.ObjectMeta, path *field.Path) field.ErrorList {
 	}
 	for _, msg := range validation.IsDNS1123Label(meta.Namespace) {
 		errs = append(errs, field.Invalid(path.Child("namespace"), meta.Namespace, msg))
+	}
+	// The kubelet keeps a manifest's uid as it is; it names the pod's directories, so it must be a single
+	// path segment ("../../.." would make the pod's directory a host directory, removed with the pod).
+	if err := podrules.PathSegment("uid", string(meta.UID)); err != nil {
+		errs = append(errs, field.Invalid(path.Child("uid"), meta.UID, err.Error()))
 	}
 	errs = append(errs, metav1validation.ValidateLabels(meta.Labels, path.Child("labels"))...)
 	return append(errs, apimachineryvalidation.ValidateAnnotations(meta.Annotations, path.Child("annotations"))...)

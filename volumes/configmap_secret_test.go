@@ -93,7 +93,7 @@ func TestConfigMapVolume(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			dir := env.m.volumeDir(pod.UID, pluginConfigMap, "v")
+			dir := must(env.m.volumeDir(pod.UID, pluginConfigMap, "v"))
 			if got := readVolume(t, dir); !reflect.DeepEqual(got, tt.wantFiles) {
 				t.Errorf("files = %v, want %v", got, tt.wantFiles)
 			}
@@ -115,7 +115,7 @@ func TestConfigMapBinaryData(t *testing.T) {
 	env.objects.configMaps["ns/cfg"].BinaryData = map[string][]byte{"bin": {0, 1, 2}}
 	pod := newPod(vol("v", cmSource("cfg")))
 	mustSetUp(t, env.m, pod)
-	got := readVolume(t, env.m.volumeDir(pod.UID, pluginConfigMap, "v"))
+	got := readVolume(t, must(env.m.volumeDir(pod.UID, pluginConfigMap, "v")))
 	if want := map[string]string{"text": "t", "bin": "\x00\x01\x02"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("files = %q, want %q", got, want)
 	}
@@ -128,7 +128,7 @@ func TestConfigMapUpdate(t *testing.T) {
 	env.objects.addConfigMap("ns", "cfg", map[string]string{"keep": "1", "change": "old", "drop": "x"})
 	pod := newPod(vol("v", cmSource("cfg")))
 	mustSetUp(t, env.m, pod)
-	dir := env.m.volumeDir(pod.UID, pluginConfigMap, "v")
+	dir := must(env.m.volumeDir(pod.UID, pluginConfigMap, "v"))
 
 	env.objects.addConfigMap("ns", "cfg", map[string]string{"keep": "1", "change": "new", "add": "y"})
 	mustSetUp(t, env.m, pod)
@@ -195,7 +195,7 @@ func TestSecretVolume(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			dir := env.m.volumeDir(pod.UID, pluginSecret, "v")
+			dir := must(env.m.volumeDir(pod.UID, pluginSecret, "v"))
 			if got := readVolume(t, dir); !reflect.DeepEqual(got, tt.wantFiles) {
 				t.Errorf("files = %v, want %v", got, tt.wantFiles)
 			}
@@ -217,7 +217,7 @@ func TestSetUpIsIdempotent(t *testing.T) {
 	env.objects.addSecret("ns", "s", map[string]string{"k": "v"})
 	pod := newPod(vol("s", secretSource("s")), vol("e", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}))
 	mustSetUp(t, env.m, pod)
-	dir := env.m.volumeDir(pod.UID, pluginSecret, "s")
+	dir := must(env.m.volumeDir(pod.UID, pluginSecret, "s"))
 	ts, _ := readlink(dir)
 	for range 3 {
 		mustSetUp(t, env.m, pod)
@@ -258,10 +258,10 @@ func TestSetUpReportsEachFailedVolume(t *testing.T) {
 	if !errors.Is(errs[1], ErrUnsupportedVolume) {
 		t.Errorf("pvc error does not wrap ErrUnsupportedVolume")
 	}
-	if got := readVolume(t, env.m.volumeDir(pod.UID, pluginConfigMap, "good")); got["k"] != "v" {
+	if got := readVolume(t, must(env.m.volumeDir(pod.UID, pluginConfigMap, "good"))); got["k"] != "v" {
 		t.Errorf("good volume not set up: %v", got)
 	}
-	if !exists(env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch")) {
+	if !exists(must(env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch"))) {
 		t.Error("a volume without a source is not an emptyDir")
 	}
 	if env.m.Ready(pod.UID) {

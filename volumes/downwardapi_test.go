@@ -67,7 +67,7 @@ func TestDownwardAPIVolume(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			dir := env.m.volumeDir(pod.UID, pluginDownwardAPI, "info")
+			dir := must(env.m.volumeDir(pod.UID, pluginDownwardAPI, "info"))
 			got := readVolume(t, dir)
 			if want := map[string]string{tt.item.Path: tt.want}; !reflect.DeepEqual(got, want) {
 				t.Errorf("files = %q, want %q", got, want)
@@ -103,7 +103,7 @@ func TestDownwardAPIFollowsLabels(t *testing.T) {
 	mustSetUp(t, env.m, pod)
 	pod.Labels = map[string]string{"app": "web", "version": "2"}
 	mustSetUp(t, env.m, pod)
-	dir := env.m.volumeDir(pod.UID, pluginDownwardAPI, "info")
+	dir := must(env.m.volumeDir(pod.UID, pluginDownwardAPI, "info"))
 	want := map[string]string{"labels": "app=\"web\"\nversion=\"2\"", "meta/name": "web"}
 	if got := readVolume(t, dir); !reflect.DeepEqual(got, want) {
 		t.Errorf("files = %q, want %q", got, want)
@@ -187,7 +187,7 @@ func TestDownwardAPIUpstreamSpecs(t *testing.T) {
 				if !env.m.Ready(pod.UID) {
 					t.Fatal("volume not ready")
 				}
-				dir := env.m.volumeDir(pod.UID, kind.plugin, "podinfo")
+				dir := must(env.m.volumeDir(pod.UID, kind.plugin, "podinfo"))
 				if got := readVolume(t, dir); !reflect.DeepEqual(got, tt.want) {
 					t.Errorf("files = %q, want %q", got, tt.want)
 				}
@@ -227,7 +227,7 @@ func TestDownwardAPIModesAndFSGroup(t *testing.T) {
 					pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: tt.fsGroup, RunAsUser: ptrTo[int64](1000)}
 				}
 				mustSetUp(t, env.m, pod)
-				dir := env.m.volumeDir(pod.UID, kind.plugin, "podinfo")
+				dir := must(env.m.volumeDir(pod.UID, kind.plugin, "podinfo"))
 				file := filepath.Join(dir, "podname")
 				if got := modeOf(t, file); got != tt.want {
 					t.Errorf("mode of podname = %v, want %v", got, tt.want)
@@ -302,7 +302,7 @@ func TestDownwardAPIFollowsMetadata(t *testing.T) {
 			pod.Labels = map[string]string{"key1": "value1", "key2": "value2"}
 			pod.Annotations = map[string]string{"builder": "bar"}
 			mustSetUp(t, env.m, pod)
-			dir := env.m.volumeDir(pod.UID, kind.plugin, "podinfo")
+			dir := must(env.m.volumeDir(pod.UID, kind.plugin, "podinfo"))
 
 			updated := pod.DeepCopy()
 			updated.Labels["key3"] = "value3"

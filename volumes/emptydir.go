@@ -21,9 +21,11 @@ const (
 // lives as long as the pod, so containers restarting find their data. fsGroup ownership is applied
 // when it is created.
 func (m *Manager) setUpEmptyDir(pod *corev1.Pod, name string, src *corev1.EmptyDirVolumeSource) error {
-	dir := m.volumeDir(pod.UID, pluginEmptyDir, name)
+	dir, err := m.volumeDir(pod.UID, pluginEmptyDir, name)
+	if err != nil {
+		return err
+	}
 	var created bool
-	var err error
 	switch src.Medium {
 	case corev1.StorageMediumDefault:
 		created, err = ensureDir(dir, emptyDirMode(src))

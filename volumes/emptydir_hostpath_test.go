@@ -53,7 +53,7 @@ func TestEmptyDir(t *testing.T) {
 			pod := newPod(vol("scratch", corev1.VolumeSource{EmptyDir: &src}))
 			pod.Spec.Containers[0].Resources.Limits = tt.limits
 			mustSetUp(t, env.m, pod)
-			dir := env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch")
+			dir := must(env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch"))
 			if !strings.HasSuffix(dir, "/pods/uid-1/volumes/kubernetes.io~empty-dir/scratch") {
 				t.Errorf("dir = %s", dir)
 			}
@@ -80,7 +80,7 @@ func TestEmptyDirSurvivesSyncs(t *testing.T) {
 	env := newTestEnv(t)
 	pod := newPod(vol("scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}))
 	mustSetUp(t, env.m, pod)
-	dir := env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch")
+	dir := must(env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch"))
 	if err := os.WriteFile(filepath.Join(dir, "data"), []byte("kept"), 0o644); err != nil {
 		t.Fatal(err)
 	}

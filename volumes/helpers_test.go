@@ -262,3 +262,11 @@ func modeOf(t *testing.T, path string) os.FileMode {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// must is the path a path builder returned for identifiers a test knows to be valid.
+func must(path string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return path
+}

@@ -14,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // Objects fetches what pods reference, by name only (a node may not list Secrets/ConfigMaps), and
@@ -188,12 +191,22 @@ const (
 	pluginProjected   = "kubernetes.io~projected"
 )
 
-func (m *Manager) podDir(uid types.UID) string {
-	return filepath.Join(m.RootDir, "pods", string(uid))
+// podDir is the pod's directory, <root>/pods/<uid> (runtime.PodDir).
+func (m *Manager) podDir(uid types.UID) (string, error) {
+	return runtime.PodDir(m.RootDir, uid)
 }
 
-func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
-	return filepath.Join(m.podDir(uid), "volumes", plugin, name)
+// volumeDir is a volume's directory, <pod dir>/volumes/<plugin>/<volume name>; a UID or volume name that
+// cannot be a path segment is an error.
+func (m *Manager) volumeDir(uid types.UID, plugin, name string) (string, error) {
+	dir, err := m.podDir(uid)
+	if err != nil {
+		return "", err
+	}
+	if err := podrules.PathSegment("volume name", name); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "volumes", plugin, name), nil
 }
 
 // isEmptySource: a volume with no source is an emptyDir, as in the kubelet.

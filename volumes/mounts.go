@@ -85,21 +85,33 @@ func findVolume(pod *corev1.Pod, name string) *corev1.Volume {
 // volumePath is where the volume is on the host, and whether it must be mounted read-only.
 func (m *Manager) volumePath(pod *corev1.Pod, vol *corev1.Volume) (string, bool, error) {
 	src := &vol.VolumeSource
-	switch {
-	case src.HostPath != nil:
+	if src.HostPath != nil {
 		return src.HostPath.Path, false, nil
-	case src.EmptyDir != nil, isEmptySource(src):
-		return m.volumeDir(pod.UID, pluginEmptyDir, vol.Name), false, nil
-	case src.ConfigMap != nil:
-		return m.volumeDir(pod.UID, pluginConfigMap, vol.Name), true, nil
-	case src.Secret != nil:
-		return m.volumeDir(pod.UID, pluginSecret, vol.Name), true, nil
-	case src.DownwardAPI != nil:
-		return m.volumeDir(pod.UID, pluginDownwardAPI, vol.Name), true, nil
-	case src.Projected != nil:
-		return m.volumeDir(pod.UID, pluginProjected, vol.Name), true, nil
 	}
-	return "", false, fmt.Errorf("%w %q", ErrUnsupportedVolume, sourceKind(src))
+	plugin, readOnly, ok := volumePlugin(src)
+	if !ok {
+		return "", false, fmt.Errorf("%w %q", ErrUnsupportedVolume, sourceKind(src))
+	}
+	dir, err := m.volumeDir(pod.UID, plugin, vol.Name)
+	return dir, readOnly, err
+}
+
+// volumePlugin is the plugin directory of a volume kept in the pod's directory, and whether containers
+// mount it read-only; ok is false for other volume sources.
+func volumePlugin(src *corev1.VolumeSource) (plugin string, readOnly, ok bool) {
+	switch {
+	case src.EmptyDir != nil, isEmptySource(src):
+		return pluginEmptyDir, false, true
+	case src.ConfigMap != nil:
+		return pluginConfigMap, true, true
+	case src.Secret != nil:
+		return pluginSecret, true, true
+	case src.DownwardAPI != nil:
+		return pluginDownwardAPI, true, true
+	case src.Projected != nil:
+		return pluginProjected, true, true
+	}
+	return "", false, false
 }
 
 // subPathOf is the mount's subPath, or its subPathExpr expanded with the container's environment; it

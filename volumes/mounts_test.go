@@ -30,14 +30,14 @@ func TestMounts(t *testing.T) {
 			name: "emptyDir read-write",
 			vm:   corev1.VolumeMount{Name: "scratch", MountPath: "/data"},
 			want: func(m *Manager) *runtimeapi.Mount {
-				return &runtimeapi.Mount{ContainerPath: "/data", HostPath: m.volumeDir("uid-1", pluginEmptyDir, "scratch")}
+				return &runtimeapi.Mount{ContainerPath: "/data", HostPath: must(m.volumeDir("uid-1", pluginEmptyDir, "scratch"))}
 			},
 		},
 		{
 			name: "configMap always read-only",
 			vm:   corev1.VolumeMount{Name: "cfg", MountPath: "/etc/cfg"},
 			want: func(m *Manager) *runtimeapi.Mount {
-				return &runtimeapi.Mount{ContainerPath: "/etc/cfg", HostPath: m.volumeDir("uid-1", pluginConfigMap, "cfg"), Readonly: true}
+				return &runtimeapi.Mount{ContainerPath: "/etc/cfg", HostPath: must(m.volumeDir("uid-1", pluginConfigMap, "cfg")), Readonly: true}
 			},
 		},
 		{
@@ -151,7 +151,7 @@ func TestSubPath(t *testing.T) {
 			env := newTestEnv(t)
 			pod := mountsPod()
 			mustSetUp(t, env.m, pod)
-			volDir := env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch")
+			volDir := must(env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch"))
 			if tt.prepare != nil {
 				tt.prepare(t, volDir)
 			}
@@ -201,7 +201,7 @@ func TestSubPathEscapes(t *testing.T) {
 			env := newTestEnv(t)
 			pod := mountsPod()
 			mustSetUp(t, env.m, pod)
-			tt.prepare(t, env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch"))
+			tt.prepare(t, must(env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch")))
 			c := &pod.Spec.Containers[0]
 			c.VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/mnt", SubPath: tt.subPath}}
 			_, err := env.m.Mounts(pod, c, nil)

@@ -37,11 +37,11 @@ func TestFSGroupOwnership(t *testing.T) {
 		path string
 		mode os.FileMode
 	}{
-		{env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch"), os.ModeDir | os.ModeSetgid | 0o777},
-		{filepath.Join(env.m.volumeDir(pod.UID, pluginConfigMap, "cfg"), "k"), 0o440},
-		{filepath.Join(env.m.volumeDir(pod.UID, pluginSecret, "sec"), "k"), 0o644},
-		{filepath.Join(env.m.volumeDir(pod.UID, pluginDownwardAPI, "info"), "name"), 0o644},
-		{env.m.volumeDir(pod.UID, pluginConfigMap, "cfg"), os.ModeDir | os.ModeSetgid | 0o777},
+		{must(env.m.volumeDir(pod.UID, pluginEmptyDir, "scratch")), os.ModeDir | os.ModeSetgid | 0o777},
+		{filepath.Join(must(env.m.volumeDir(pod.UID, pluginConfigMap, "cfg")), "k"), 0o440},
+		{filepath.Join(must(env.m.volumeDir(pod.UID, pluginSecret, "sec")), "k"), 0o644},
+		{filepath.Join(must(env.m.volumeDir(pod.UID, pluginDownwardAPI, "info")), "name"), 0o644},
+		{must(env.m.volumeDir(pod.UID, pluginConfigMap, "cfg")), os.ModeDir | os.ModeSetgid | 0o777},
 	}
 	for _, c := range checks {
 		if got := modeOf(t, c.path); got != c.mode {
@@ -119,7 +119,7 @@ func TestTearDown(t *testing.T) {
 	if got := len(env.mounter.callsWith("unmount")); got != 4 {
 		t.Errorf("unmounts = %d, want 4", got)
 	}
-	podDir := env.m.podDir(pod.UID)
+	podDir := must(env.m.podDir(pod.UID))
 	for _, d := range []string{"volumes", "volume-subpaths"} {
 		if exists(filepath.Join(podDir, d)) {
 			t.Errorf("%s not removed", d)
@@ -136,7 +136,7 @@ func TestTearDownKeepsWhatIsStillMounted(t *testing.T) {
 	env := newTestEnv(t)
 	pod := newPod(vol("mem", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}))
 	mustSetUp(t, env.m, pod)
-	dir := env.m.volumeDir(pod.UID, pluginEmptyDir, "mem")
+	dir := must(env.m.volumeDir(pod.UID, pluginEmptyDir, "mem"))
 	mustWrite(t, filepath.Join(dir, "data"))
 	env.mounter.failOn = "unmount"
 	if err := env.m.TearDown(context.Background(), pod.UID); err == nil {

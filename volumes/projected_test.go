@@ -37,7 +37,7 @@ func TestProjectedVolume(t *testing.T) {
 	env.objects.addConfigMap("ns", "kube-root-ca.crt", map[string]string{"ca.crt": "CA"})
 	pod := newPod(kubeAPIAccess())
 	mustSetUp(t, env.m, pod)
-	dir := env.m.volumeDir(pod.UID, pluginProjected, "kube-api-access")
+	dir := must(env.m.volumeDir(pod.UID, pluginProjected, "kube-api-access"))
 	want := map[string]string{"token": "token-1", "ca.crt": "CA", "namespace": "ns"}
 	if got := readVolume(t, dir); !reflect.DeepEqual(got, want) {
 		t.Errorf("files = %v, want %v", got, want)
@@ -94,7 +94,7 @@ func TestProjectedTokenRequest(t *testing.T) {
 			if !reflect.DeepEqual(spec.Audiences, tt.wantAud) || *spec.ExpirationSeconds != tt.wantExp {
 				t.Errorf("audiences %v expiry %d, want %v %d", spec.Audiences, *spec.ExpirationSeconds, tt.wantAud, tt.wantExp)
 			}
-			path := filepath.Join(env.m.volumeDir(pod.UID, pluginProjected, "p"), "t")
+			path := filepath.Join(must(env.m.volumeDir(pod.UID, pluginProjected, "p")), "t")
 			if got := modeOf(t, path).Perm(); uint32(got) != tt.wantMode {
 				t.Errorf("token mode = %o, want %o", got, tt.wantMode)
 			}
@@ -110,7 +110,7 @@ func TestProjectedTokenRefresh(t *testing.T) {
 	pod := newPod(vol("p", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{tokenProjection("token", "", ptrTo[int64](3600))},
 	}}))
-	file := filepath.Join(env.m.volumeDir(pod.UID, pluginProjected, "p"), "token")
+	file := filepath.Join(must(env.m.volumeDir(pod.UID, pluginProjected, "p")), "token")
 	steps := []struct {
 		advance   time.Duration
 		failAPI   bool

@@ -56,8 +56,10 @@ func (m *Manager) setUpDownwardAPI(pod *corev1.Pod, name string, src *corev1.Dow
 // beneath it in a container, and writes the payload atomically; fsGroup ownership is applied to what
 // is written, before it is published.
 func (m *Manager) writeVolume(pod *corev1.Pod, name string, kind projectedVolume, payload map[string]fileProjection) error {
-	dir := m.volumeDir(pod.UID, kind.plugin, name)
-	var err error
+	dir, err := m.volumeDir(pod.UID, kind.plugin, name)
+	if err != nil {
+		return err
+	}
 	if kind.tmpfs {
 		_, err = m.ensureTmpfs(dir, m.memorySize(pod, nil))
 	} else {

@@ -55,8 +55,8 @@ func TestRealMounts(t *testing.T) {
 	mustSetUp(t, m, pod)
 	mustSetUp(t, m, pod) // idempotent: no second mount
 
-	memDir := m.volumeDir(pod.UID, pluginEmptyDir, "mem")
-	secDir := m.volumeDir(pod.UID, pluginSecret, "sec")
+	memDir := must(m.volumeDir(pod.UID, pluginEmptyDir, "mem"))
+	secDir := must(m.volumeDir(pod.UID, pluginSecret, "sec"))
 	for _, dir := range []string{memDir, secDir} {
 		line := mountInfo(t, dir)
 		if !strings.Contains(line, " - tmpfs ") {
@@ -99,7 +99,7 @@ func TestRealMounts(t *testing.T) {
 			t.Errorf("%s still mounted: %q", dir, line)
 		}
 	}
-	if exists(filepath.Join(m.podDir(pod.UID), "volumes")) {
+	if exists(filepath.Join(must(m.podDir(pod.UID)), "volumes")) {
 		t.Error("volumes dir not removed")
 	}
 }

@@ -11,9 +11,31 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 const subPathsDirName = "volume-subpaths"
+
+// subPathDir is where a container's subPath mount of a volume is bind-mounted:
+// <pod dir>/volume-subpaths/<volume name>/<container name>/<index>.
+func (m *Manager) subPathDir(uid types.UID, volume, container string, index int) (string, error) {
+	dir, err := m.podDir(uid)
+	if err != nil {
+		return "", err
+	}
+	if err := podrules.PathSegment("volume name", volume); err != nil {
+		return "", err
+	}
+	if err := podrules.PathSegment("container name", container); err != nil {
+		return "", err
+	}
+	if index < 0 {
+		return "", fmt.Errorf("volume %q of container %q: negative mount index %d", volume, container, index)
+	}
+	return filepath.Join(dir, subPathsDirName, volume, container, strconv.Itoa(index)), nil
+}
 
 // subPathError is a subPath failure: its message is the kubelet's, which says nothing about the host's
 // file system (it reaches the pod's events); the cause is kept for logs.
@@ -39,7 +61,10 @@ func (m *Manager) prepareSubPath(pod *corev1.Pod, container string, index int, v
 			}
 		}
 	}
-	target := filepath.Join(m.podDir(pod.UID), subPathsDirName, volume, container, strconv.Itoa(index))
+	target, err := m.subPathDir(pod.UID, volume, container, index)
+	if err != nil {
+		return "", err
+	}
 	if err := m.bindSubPath(volPath, filepath.Join(volPath, subPath), target); err != nil {
 		return "", &subPathError{
 			msg:   fmt.Sprintf("failed to prepare subPath for volumeMount %q of container %q", volume, container),

@@ -2,12 +2,15 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // mountLister is a Mounter that can list everything mounted at or beneath a directory (the real one
@@ -20,13 +23,21 @@ type mountLister interface {
 // TearDown unmounts the pod's subPath bind mounts and tmpfs volumes and removes its volume
 // directories (<pod>/volumes and <pod>/volume-subpaths); it forgets the pod's tokens. Nothing is
 // removed while something is still mounted beneath. Call it once the pod's containers are stopped;
-// calling it again is harmless.
+// calling it again is harmless. A UID that cannot be a path segment has nothing to tear down: no volume
+// was ever set up for it.
 func (m *Manager) TearDown(_ context.Context, uid types.UID) error {
 	if pv := m.state(uid, false); pv != nil {
 		pv.mu.Lock()
 		defer pv.mu.Unlock()
 	}
-	podDir := m.podDir(uid)
+	podDir, err := m.podDir(uid)
+	if errors.Is(err, podrules.ErrUnsafePathSegment) {
+		m.forget(uid)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	// Subpath binds first: they may pin files of the volumes.
 	if err := m.removeMounted(filepath.Join(podDir, subPathsDirName), "*/*/*"); err != nil {
 		return err
