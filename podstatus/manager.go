@@ -149,7 +149,7 @@ func initializedContainers(statuses []corev1.ContainerStatus) []corev1.Container
 }
 
 // merge is the status manager's mergePodStatus against the API status: conditions the kubelet does not
-// own stay as they are, claim statuses stay, a terminal phase waits until no container could run, and a
+// own stay as they are, the API's claim statuses stay, a terminal phase waits until no container could run, and a
 // terminal pod is never ready.
 func (b *builder) merge(s corev1.PodStatus, couldHaveRunningContainers bool) corev1.PodStatus {
 	old := b.old
@@ -164,7 +164,9 @@ func (b *builder) merge(s corev1.PodStatus, couldHaveRunningContainers bool) cor
 		}
 	}
 	s.Conditions = conds
-	claims := old.DeepCopy()
+	// Claim statuses belong to the resource claim controller: the API's, as the kubelet's mergePodStatus
+	// takes them from the pod it just read (not from its own cache).
+	claims := b.api().DeepCopy()
 	s.ResourceClaimStatuses = claims.ResourceClaimStatuses
 	s.ExtendedResourceClaimStatus = claims.ExtendedResourceClaimStatus
 	s.NodeAllocatableResourceClaimStatuses = claims.NodeAllocatableResourceClaimStatuses

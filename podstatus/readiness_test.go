@@ -140,3 +140,26 @@ func TestOwnedLeavesOthersConditionsOut(t *testing.T) {
 		t.Errorf("Owned changed the phase or its input")
 	}
 }
+
+// Claim statuses are the resource claim controller's: the API's copy wins over the agent's own last
+// status, so the agent never writes an older one back over a newer one.
+func TestComputeTakesClaimStatusesFromTheAPI(t *testing.T) {
+	rt := podRuntime(readySandbox("10.0.0.5"), runningAttempt("app", 0))
+	p := gatedPod()
+	own := Compute(baseInput(p, rt))
+	name := "claim-1"
+	p.Status = *own.DeepCopy()
+	p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+	api := gatedPod().Status
+	api.ResourceClaimStatuses = nil
+	in := baseInput(p, rt)
+	in.API = &api
+	if s := Compute(in); len(s.ResourceClaimStatuses) != 0 {
+		t.Errorf("ResourceClaimStatuses = %v, want the API's (none)", s.ResourceClaimStatuses)
+	}
+	newer := "claim-2"
+	api.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &newer}}
+	if s := Compute(in); len(s.ResourceClaimStatuses) != 1 || *s.ResourceClaimStatuses[0].ResourceClaimName != newer {
+		t.Errorf("ResourceClaimStatuses = %v, want the API's claim-2", s.ResourceClaimStatuses)
+	}
+}
