@@ -44,6 +44,7 @@ type Runtime struct {
 	networkCond condition
 	podCIDR     string
 	calls       []string
+	exits       []string // container IDs in the order they exited
 	errs        map[string]error
 	onceErrs    map[string][]error
 	subs        map[*subscriber]struct{}

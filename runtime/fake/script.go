@@ -147,6 +147,14 @@ func (r *Runtime) Calls() []string {
 	return slices.Clone(r.calls)
 }
 
+// Exits returns the IDs of the containers that have exited, in the order they exited (removed ones included),
+// so tests can check a stop order after the containers are gone.
+func (r *Runtime) Exits() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.exits)
+}
+
 // ResetCalls forgets the recorded calls.
 func (r *Runtime) ResetCalls() {
 	r.mu.Lock()

@@ -278,6 +278,7 @@ func (r *Runtime) exitLocked(c *container, exitCode int32, reason, message strin
 	c.cancelTimer()
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.finishedAt = r.now()
+	r.exits = append(r.exits, c.id)
 	c.exitCode = exitCode
 	c.reason = defaultReason(exitCode, reason)
 	c.message = message
