@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -28,20 +27,8 @@ var _ = Describe("Pod security and admission", func() {
 		ctx      = context.Background()
 	)
 
-	getPod := func(g Gomega, name string) *corev1.Pod {
-		p := &corev1.Pod{}
-		g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-		return p
-	}
-	containersOf := func(podName string) []*runtimeapi.Container {
-		var out []*runtimeapi.Container
-		for _, c := range rt.Containers() {
-			if c.Labels[runtime.LabelPodName] == podName {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
+	getPod := func(g Gomega, name string) *corev1.Pod { return apiPod(ctx, g, ns, name) }
+	containersOf := func(podName string) []*runtimeapi.Container { return podContainers(rt, podName) }
 	// nonRootPod is the upstream spec's pod: runAsNonRoot on the container, runAsUser as given.
 	nonRootPod := func(name, image string, uid *int64) *corev1.Pod {
 		return busyboxPod(ns, name, nodeName, func(p *corev1.Pod) {

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -31,11 +30,7 @@ var _ = Describe("Container restart policy and restart rules", func() {
 	restartAllOn42 := []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
 		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
 
-	getPod := func(g Gomega, name string) *corev1.Pod {
-		p := &corev1.Pod{}
-		g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-		return p
-	}
+	getPod := func(g Gomega, name string) *corev1.Pod { return apiPod(ctx, g, ns, name) }
 	// running is the running attempt of a container of the pod.
 	running := func(g Gomega, podName, ctrName string) *runtimeapi.Container {
 		for _, c := range rt.Containers() {

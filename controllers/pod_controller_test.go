@@ -108,6 +108,24 @@ func busyboxPod(ns, name, nodeName string, mutate ...func(*corev1.Pod)) *corev1.
 	return p
 }
 
+// apiPod reads a pod from the API server as the admin.
+func apiPod(ctx context.Context, g Gomega, ns, name string) *corev1.Pod {
+	p := &corev1.Pod{}
+	g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+	return p
+}
+
+// podContainers are the fake runtime's containers of the pod called podName.
+func podContainers(rt *fake.Runtime, podName string) []*runtimeapi.Container {
+	var out []*runtimeapi.Container
+	for _, c := range rt.Containers() {
+		if c.Labels[runtime.LabelPodName] == podName {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 var _ = Describe("Pod reconciler", func() {
 	var (
 		ns       string
@@ -117,20 +135,8 @@ var _ = Describe("Pod reconciler", func() {
 		ctx      = context.Background()
 	)
 
-	getPod := func(g Gomega, name string) *corev1.Pod {
-		p := &corev1.Pod{}
-		g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-		return p
-	}
-	containersOf := func(podName string) []*runtimeapi.Container {
-		var out []*runtimeapi.Container
-		for _, c := range rt.Containers() {
-			if c.Labels[runtime.LabelPodName] == podName {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
+	getPod := func(g Gomega, name string) *corev1.Pod { return apiPod(ctx, g, ns, name) }
+	containersOf := func(podName string) []*runtimeapi.Container { return podContainers(rt, podName) }
 	runningContainer := func(g Gomega, podName, ctrName string) *runtimeapi.Container {
 		for _, c := range containersOf(podName) {
 			if c.Metadata.Name == ctrName && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

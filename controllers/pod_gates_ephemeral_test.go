@@ -29,11 +29,7 @@ var _ = Describe("Pod reconciler: readiness gates, ephemeral containers, sidecar
 		ctx      = context.Background()
 	)
 
-	getPod := func(g Gomega, name string) *corev1.Pod {
-		p := &corev1.Pod{}
-		g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-		return p
-	}
+	getPod := func(g Gomega, name string) *corev1.Pod { return apiPod(ctx, g, ns, name) }
 	attempts := func(podName, ctrName string) []*runtimeapi.Container {
 		var out []*runtimeapi.Container
 		for _, c := range rt.Containers() {

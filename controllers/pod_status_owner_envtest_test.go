@@ -30,11 +30,7 @@ var _ = Describe("Pod reconciler: a status written by someone else", func() {
 		ctx      = context.Background()
 	)
 
-	getPod := func(g Gomega, name string) *corev1.Pod {
-		p := &corev1.Pod{}
-		g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-		return p
-	}
+	getPod := func(g Gomega, name string) *corev1.Pod { return apiPod(ctx, g, ns, name) }
 	running := func(g Gomega, podName string) *runtimeapi.Container {
 		for _, c := range rt.Containers() {
 			if c.Labels[runtime.LabelPodName] == podName && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
