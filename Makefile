@@ -34,8 +34,9 @@ docker-build: ## Build the container image (needs a Docker engine).
 test: unit e2e ## The README's test command: unit + envtest (-race), then e2e on the containerd bed.
 
 .PHONY: unit
-unit: testbins ## Unit and envtest suites with -race (everything but test/e2e and test/bench).
+unit: testbins ## Unit and envtest suites with -race (everything but test/e2e and test/bench), and the outside operator module on testnode.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -race -count=1 $$(go list ./... | grep -v -e /test/e2e -e /test/bench)
+	cd test/operator && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -race -count=1 ./...
 
 .PHONY: e2e
 e2e: build ## End-to-end suite on a real bed: etcd, kube-apiserver, scheduler, controller-manager, containerd, runc, CNI.

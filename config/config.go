@@ -74,6 +74,16 @@ func newConfig() *Config {
 	return c
 }
 
+// Default returns the configuration the kubelet's defaults give a node called nodeName, as if started
+// with no config file and no flags but --hostname-override: for agents built in code (testnode, hollow
+// nodes), which then set what they need and call Validate.
+func Default(nodeName string) *Config {
+	c := newConfig()
+	c.HostnameOverride = nodeName
+	c.Hostname, c.NodeName = nodeName, nodeName
+	return c
+}
+
 // Load parses args (without the program name), reads --config and the --config-dir drop-ins if given,
 // applies the explicitly given flags over them, resolves the hostname and validates, as the kubelet
 // does: defaults, then the file, then drop-ins in lexical order, then flags. Unknown fields in the files

@@ -40,6 +40,9 @@ type Manager struct {
 	// changes: readiness/startup flips, or liveness/startup turning Failure (the reconciler then kills and
 	// restarts per restart policy). It must not block.
 	OnChange func(key types.NamespacedName)
+	// Simulate, when set, answers every probe in place of running it (simulated nodes: no processes, no
+	// network). A container it says fails readiness is held unready even without a readiness probe.
+	Simulate SimulateFunc
 
 	mu   sync.Mutex
 	pods map[types.UID]*podState
@@ -48,6 +51,10 @@ type Manager struct {
 	httpOnce sync.Once
 	http     *httpProber
 }
+
+// SimulateFunc says whether the probe of kind ("Liveness", "Readiness" or "Startup") of the pod's
+// container succeeds. It is asked on every sync of the pod, so a changed answer takes effect at the next.
+type SimulateFunc func(pod *corev1.Pod, container, kind string) bool
 
 // ContainerInfo is what the reconciler knows of a running container attempt.
 type ContainerInfo struct {
@@ -125,6 +132,9 @@ func (m *Manager) Ready(containerID string) (ready, known bool) {
 	if started, known := t.started(); !started {
 		return false, known
 	}
+	if m.Simulate != nil && !t.simulated[readiness] {
+		return false, true
+	}
 	return t.outcome(readiness)
 }
 
@@ -183,6 +193,11 @@ func (m *Manager) ensureTargetLocked(ps *podState, pod *corev1.Pod, spec *corev1
 		m.byID[id] = t
 	}
 	t.deleting = pod.DeletionTimestamp != nil
+	if m.Simulate != nil {
+		for _, kind := range probeTypes {
+			t.simulated[kind] = m.Simulate(pod, spec.Name, kind.String())
+		}
+	}
 }
 
 // ensureWorkerLocked keeps the container's worker of one probe type on its current attempt: a worker of
@@ -303,4 +318,16 @@ func copyInt64(p *int64) *int64 {
 	}
 	v := *p
 	return &v
+}
+
+// simulated is the simulation's answer for the worker's probe.
+func (m *Manager) simulated(w *worker) outcome {
+	m.mu.Lock()
+	t := m.byID[w.containerID]
+	ok := t != nil && t.simulated[w.kind]
+	m.mu.Unlock()
+	if ok {
+		return success("")
+	}
+	return failure("simulated " + w.kind.String() + " probe failure")
 }

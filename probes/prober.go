@@ -67,6 +67,9 @@ func (m *Manager) probeWithRetries(ctx context.Context, w *worker) outcome {
 
 // runProbe runs the probe's handler once.
 func (m *Manager) runProbe(ctx context.Context, w *worker) outcome {
+	if m.Simulate != nil {
+		return m.simulated(w)
+	}
 	p, timeout := w.spec, seconds(w.spec.TimeoutSeconds, defaultTimeoutSeconds)
 	switch {
 	case p.Exec != nil:

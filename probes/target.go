@@ -63,6 +63,8 @@ type target struct {
 	deleting bool // the pod is being deleted: liveness and startup no longer count
 	probes   [numProbeTypes]*corev1.Probe
 	results  [numProbeTypes]result
+	// simulated are the simulation's answers (Manager.Simulate), refreshed on every sync.
+	simulated [numProbeTypes]bool
 }
 
 // newTarget records the probes of a container attempt.

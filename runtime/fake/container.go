@@ -61,7 +61,13 @@ func (r *Runtime) newContainerLocked(req *runtimeapi.CreateContainerRequest) (*c
 	if err := r.reserveContainerNameLocked(s, cfg.GetMetadata()); err != nil {
 		return nil, err
 	}
-	b := r.behaviours[cfg.GetMetadata().GetName()]
+	b, ok := Behaviour{}, false
+	if r.behaviourOf != nil {
+		b, ok = r.behaviourOf(s.config, cfg)
+	}
+	if !ok {
+		b = r.behaviours[cfg.GetMetadata().GetName()]
+	}
 	if b.CreateError != "" {
 		return nil, status.Error(codes.Unknown, b.CreateError)
 	}

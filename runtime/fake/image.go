@@ -227,6 +227,9 @@ func (r *Runtime) PullImage(_ context.Context, req *runtimeapi.PullImageRequest)
 	if size, ok := r.pullable[norm]; ok {
 		return &runtimeapi.PullImageResponse{ImageRef: r.addImageLocked(norm, size).id}, nil
 	}
+	if r.pullAny {
+		return &runtimeapi.PullImageResponse{ImageRef: r.addImageLocked(norm, 1<<20).id}, nil
+	}
 	return nil, status.Errorf(codes.NotFound,
 		"failed to pull and unpack image %q: failed to resolve reference %q: %s: not found", norm, norm, norm)
 }

@@ -39,6 +39,8 @@ type Runtime struct {
 	imageUsers  map[string]string // normalised ref → the image config's User
 	pullAuths   map[string][]*runtimeapi.AuthConfig
 	behaviours  map[string]Behaviour
+	behaviourOf BehaviourFunc
+	pullAny     bool
 	execResults map[string]*runtimeapi.ExecSyncResponse
 	runtimeCond condition
 	networkCond condition
@@ -85,6 +87,21 @@ func WithVersion(runtimeName, runtimeVersion string) Option {
 // "runc".
 func WithRuntimeHandlers(names ...string) Option {
 	return func(r *Runtime) { r.handlers = append([]string{""}, names...) }
+}
+
+// BehaviourFunc scripts a container from its sandbox's and its own configuration (for example from the
+// pod's annotations, which the sandbox carries); ok false falls back to SetBehaviour's script by name.
+type BehaviourFunc func(sandbox *runtimeapi.PodSandboxConfig, container *runtimeapi.ContainerConfig) (b Behaviour, ok bool)
+
+// WithBehaviourFunc scripts containers with f before the scripts by name.
+func WithBehaviourFunc(f BehaviourFunc) Option {
+	return func(r *Runtime) { r.behaviourOf = f }
+}
+
+// WithPullAny makes PullImage of any reference succeed, as against a registry that has every image
+// (SetPullable sizes still apply; other images are 1 MiB).
+func WithPullAny() Option {
+	return func(r *Runtime) { r.pullAny = true }
 }
 
 // New returns a Runtime with empty state, both runtime conditions ready.

@@ -1,0 +1,229 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/probes"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// Options are what New needs beyond the configuration. Only Config is required.
+type Options struct {
+	// Config is the node's complete configuration (config.Load or config.Default); it is validated.
+	Config *config.Config
+	// Version is nodelet's version, for the user agent and logs; KubeletVersion is what the Node reports
+	// as status.nodeInfo.kubeletVersion (default DefaultKubeletVersion).
+	Version, KubeletVersion string
+	// RestConfig reaches the API server; nil builds it from Config.Kubeconfig, and with neither the node
+	// runs standalone (static pods only).
+	RestConfig *rest.Config
+	// Logger is the node's logger (default: controller-runtime's global logger), named by node.
+	Logger logr.Logger
+	// Metrics registers and serves the node's metrics (default: controller-runtime's global registry).
+	// Several nodes in one process need one registry each.
+	Metrics ctrlmetrics.RegistererGatherer
+	// Recorder records the node's events (default: the kubelet's recorder, writing to the API server).
+	Recorder record.EventRecorder
+	// Simulation, when set, runs the node without touching the host (see Simulation).
+	Simulation *Simulation
+}
+
+// DefaultKubeletVersion is the kubelet version nodelet reports to the API server.
+const DefaultKubeletVersion = "v1.37.1+nodelet"
+
+// Simulation runs a node on a simulated runtime (runtime/fake) without touching the host: no pod
+// cgroups, no volume files, no node API server, no kernel checks, no image pull records on disk, and
+// probes answered by Probe instead of the network and the runtime.
+type Simulation struct {
+	// Probe answers the containers' probes; nil makes every probe succeed.
+	Probe probes.SimulateFunc
+	// Machine reports the node's capacity and signals (default: this machine's).
+	Machine MachineReader
+}
+
+// MachineReader is what the node status asks of the machine.
+type MachineReader interface {
+	Info() (machine.Info, error)
+	Signals() (machine.Signals, error)
+}
+
+// Agent is one node, wired and ready to Run.
+type Agent struct {
+	cfg        *config.Config
+	opts       Options
+	log        logr.Logger
+	mgr        ctrl.Manager
+	cri        *runtime.Client
+	ownCRI     bool
+	standalone bool
+	local      []manager.Runnable
+	started    atomic.Bool
+}
+
+// New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the
+// event broadcaster, informers' registration).
+func New(ctx context.Context, opts Options) (*Agent, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, errors.New("agent: Options.Config is required")
+	}
+	if err := config.Validate(cfg); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if opts.KubeletVersion == "" {
+		opts.KubeletVersion = DefaultKubeletVersion
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = ctrlmetrics.Registry
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = ctrl.Log
+	}
+	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger.WithValues("node", cfg.NodeName)}
+	if err := a.prepareHost(); err != nil {
+		return nil, err
+	}
+	restCfg := opts.RestConfig
+	a.standalone = restCfg == nil && cfg.Kubeconfig == ""
+	if restCfg == nil {
+		rc, err := RestConfig(cfg, opts.Version)
+		if err != nil {
+			return nil, err
+		}
+		restCfg = rc
+	}
+	cri, err := runtime.Dial(cfg.RuntimeEndpoint(), runtime.Options{
+		ImageEndpoint: cfg.ImageEndpoint(),
+		Timeout:       cfg.Kubelet.RuntimeRequestTimeout.Duration,
+		Metrics:       runtime.NewMetrics(opts.Metrics),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.cri, a.ownCRI = cri, true
+	if a.mgr, err = a.newManager(restCfg); err != nil {
+		_ = cri.Close()
+		return nil, err
+	}
+	if err := a.setup(logr.NewContext(ctx, a.log), restCfg); err != nil {
+		_ = cri.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// prepareHost creates the root directory and checks the kernel tunables protectKernelDefaults asks for.
+func (a *Agent) prepareHost() error {
+	if err := os.MkdirAll(a.cfg.RootDir, 0o750); err != nil {
+		return fmt.Errorf("create root dir: %w", err)
+	}
+	if a.cfg.Kubelet.ProtectKernelDefaults && a.opts.Simulation == nil {
+		if err := (machine.Reader{}).CheckKernelDefaults(); err != nil {
+			return fmt.Errorf("protectKernelDefaults: %w", err)
+		}
+	}
+	return nil
+}
+
+// Run runs the node until ctx ends or a component fails, and returns that component's error. Node-local
+// components (runtime connection, PLEG, static pods, the pod reconciler, the node server) run beside the
+// manager: a manager starts its runnables only once the API's caches have synced, and static pods must
+// run before — and without — an API server. Run may be called once.
+func (a *Agent) Run(ctx context.Context) error {
+	if !a.started.CompareAndSwap(false, true) {
+		return errors.New("agent: Run called twice")
+	}
+	if a.ownCRI {
+		defer func() { _ = a.cri.Close() }()
+	}
+	ctx = logr.NewContext(ctx, a.log)
+	a.log.Info("Starting nodelet", "version", a.opts.Version, "config", a.cfg.ConfigFile, "standalone", a.standalone,
+		"simulated", a.opts.Simulation != nil)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, r := range a.local {
+		g.Go(func() error { return stopped(ctx, r.Start(gctx)) })
+	}
+	g.Go(func() error { return stopped(ctx, a.mgr.Start(gctx)) })
+	return g.Wait()
+}
+
+// stopped drops the error a component returns because the agent is stopping.
+func stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Runtime is the node's CRI client.
+func (a *Agent) Runtime() *runtime.Client { return a.cri }
+
+// Manager is the node's controller-runtime manager (its client reads through the node's caches).
+func (a *Agent) Manager() ctrl.Manager { return a.mgr }
+
+// NodeName is the node's name.
+func (a *Agent) NodeName() string { return a.cfg.NodeName }
+
+// clock is the wall clock every component uses.
+func (a *Agent) clock() clock.WithTicker { return clock.RealClock{} }
+
+// addChecks adds the health and readiness checks: ping, the runtime and the PLEG.
+func (a *Agent) addChecks(pleg *runtime.PLEG) error {
+	if err := a.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := a.mgr.AddReadyzCheck("runtime", a.cri.ReadyCheck); err != nil {
+		return err
+	}
+	return a.mgr.AddReadyzCheck("pleg", func(*http.Request) error { return pleg.Healthy() })
+}
+
+// nodeIPs are --node-ip's addresses, or the one the hostname resolves to (else the default route's).
+func (a *Agent) nodeIPs() ([]net.IP, error) {
+	if len(a.cfg.NodeIPs) > 0 {
+		return a.cfg.NodeIPs, nil
+	}
+	return detectNodeIP(a.cfg.Hostname)
+}
+
+func secondsDuration(s int32) time.Duration { return time.Duration(s) * time.Second }
+
+func derefInt32(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func derefInt64(p *int64, def int64) int64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/controllers"
+)
+
+// RestConfig is the client configuration of --kubeconfig, with the kubelet's kubeAPIQPS and kubeAPIBurst;
+// without a kubeconfig (standalone mode) a placeholder nothing talks to.
+func RestConfig(cfg *config.Config, version string) (*rest.Config, error) {
+	if cfg.Kubeconfig == "" {
+		// Standalone: the manager needs a config, but nothing in standalone mode talks to an API server.
+		return &rest.Config{Host: "https://127.0.0.1:1"}, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", cfg.Kubeconfig, err)
+	}
+	rc.QPS = float32(derefInt32(cfg.Kubelet.KubeAPIQPS, 50))
+	rc.Burst = int(cfg.Kubelet.KubeAPIBurst)
+	rc.UserAgent = "nodelet/" + version
+	return rc, nil
+}
+
+// newManager builds the manager with caches scoped to what a node may see: its own Node and the pods
+// bound to it. Secrets, ConfigMaps and Leases are never cached (the Node authorizer allows no list/watch).
+// Controller names repeat across the nodes of one process, so their uniqueness is not enforced.
+func (a *Agent) newManager(restCfg *rest.Config) (ctrl.Manager, error) {
+	cfg := a.cfg
+	healthAddr := "0"
+	if cfg.Kubelet.HealthzPort != nil && *cfg.Kubelet.HealthzPort > 0 {
+		healthAddr = net.JoinHostPort(cfg.Kubelet.HealthzBindAddress, strconv.Itoa(int(*cfg.Kubelet.HealthzPort)))
+	}
+	return ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                 clientgoscheme.Scheme,
+		Logger:                 a.log,
+		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		HealthProbeBindAddress: healthAddr,
+		LeaderElection:         false,
+		Cache:                  controllers.CacheOptions(cfg.NodeName),
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return controllers.RESTMapper(), nil
+		},
+		Client:     controllers.ClientOptions(),
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+}
+
+// eventRecorder records core/v1 events as the kubelet does (source component "kubelet", host = node).
+func (a *Agent) eventRecorder(ctx context.Context, restCfg *rest.Config) (record.EventRecorder, error) {
+	if a.opts.Recorder != nil {
+		return a.opts.Recorder, nil
+	}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartStructuredLogging(4)
+	if !a.standalone {
+		cs, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return nil, err
+		}
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	}
+	return b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: a.cfg.NodeName}), nil
+}
+
+// detectNodeIP is the kubelet's node IP: the hostname's address, else the default route's interface's.
+func detectNodeIP(hostname string) ([]net.IP, error) {
+	ip, err := controllers.DetectNodeIP(hostname, net.LookupIP, utilnet.ChooseHostInterface)
+	if err != nil {
+		return nil, err
+	}
+	return []net.IP{ip}, nil
+}
+
+// noAPI answers volume look-ups in standalone mode, where there is no API server to read from.
+type noAPI struct{}
+
+var errNoAPI = errors.New("no API server in standalone mode")
+
+func (noAPI) GetConfigMap(context.Context, string, string) (*corev1.ConfigMap, error) {
+	return nil, errNoAPI
+}
+func (noAPI) GetSecret(context.Context, string, string) (*corev1.Secret, error) { return nil, errNoAPI }
+func (noAPI) CreateToken(context.Context, string, string, *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return nil, errNoAPI
+}

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/imagepull"
+	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podcgroups"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// sysctlAllowlist is the kubelet's sysctl admission: the safe sysctls this kernel namespaces, plus
+// allowedUnsafeSysctls. Without a kernel version, only the safe sysctls any kernel has are allowed.
+func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*controllers.SysctlAllowlist, error) {
+	release, err := machine.Reader{}.KernelRelease()
+	if err != nil {
+		log.FromContext(ctx).Error(err, "Kernel version unknown, dropping the safe sysctls that need a recent kernel")
+	}
+	a, err := controllers.NewSysctlAllowlist(release, cfg.Kubelet.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
+	}
+	return a, nil
+}
+
+// hardening wires the pod cgroups (podPidsLimit) and the image pull credential verification into the pod
+// controller, each only where it applies (a nil pointer must not become a non-nil interface). A simulated
+// node has neither: it makes no cgroups and keeps no records on disk.
+func (a *Agent) hardening(pods *controllers.PodReconciler, connector *runtime.Connector) error {
+	if a.opts.Simulation != nil {
+		return nil
+	}
+	cg, err := podCgroups(&a.cfg.Kubelet)
+	if err != nil {
+		return err
+	}
+	if cg != nil {
+		pods.PodCgroups = cg
+	}
+	records, err := a.pullRecords(connector)
+	if err != nil {
+		return err
+	}
+	if records != nil {
+		pods.PullRecords = records
+	}
+	return nil
+}
+
+// podCgroups makes pod cgroups with podPidsLimit, where nodelet can: the cgroupfs driver with cgroupsPerQOS
+// (without cgroupsPerQOS the kubelet makes no pod cgroups either; the systemd driver gets a start-up notice).
+func podCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*podcgroups.Manager, error) {
+	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS || kc.CgroupDriver == "systemd" {
+		return nil, nil
+	}
+	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, "kubepods"), derefInt64(kc.PodPidsLimit, -1))
+	if err != nil {
+		return nil, fmt.Errorf("pod cgroups: %w", err)
+	}
+	return m, nil
+}
+
+// pullRecords is the kubelet's image pull credential verification (KubeletEnsureSecretPulledImages, on by
+// default): records under <root-dir>/image_manager; the pull intents an earlier run left are turned into
+// records once the runtime answers.
+func (a *Agent) pullRecords(connector *runtime.Connector) (*imagepull.Manager, error) {
+	kc := &a.cfg.Kubelet
+	if !config.EnsureSecretPulledImages(kc) {
+		return nil, nil
+	}
+	policy, err := imagepull.NewPolicy(kc.ImagePullCredentialsVerificationPolicy, kc.PreloadedImagesVerificationAllowlist)
+	if err != nil {
+		return nil, fmt.Errorf("imagePullCredentialsVerificationPolicy: %w", err)
+	}
+	records, err := imagepull.NewFileRecords(a.cfg.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	m := imagepull.NewManager(records, policy, a.clock())
+	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-connector.Connected():
+		}
+		images, err := a.cri.ListImages(ctx, nil)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "Failed to list images, image pull intents of an earlier run are kept")
+			return nil
+		}
+		m.Initialize(ctx, runtimeImages(images))
+		return nil
+	}))
+	return m, nil
+}
+
+// runtimeImages are the runtime's images as the pull records see them: ID and every tag and digest.
+func runtimeImages(images []*runtimeapi.Image) []imagepull.Image {
+	out := make([]imagepull.Image, 0, len(images))
+	for _, img := range images {
+		out = append(out, imagepull.Image{ID: img.Id, Tags: append(append([]string(nil), img.RepoTags...), img.RepoDigests...)})
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/server"
+	"github.com/nodelet/nodelet/staticpods"
+)
+
+// needsAPIForAuth reports whether the node API's authentication or authorization asks the API server.
+func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
+	webhookAuthn := kc.Authentication.Webhook.Enabled != nil && *kc.Authentication.Webhook.Enabled
+	return webhookAuthn || kc.Authorization.Mode == kubeletconfigv1beta1.KubeletAuthorizationModeWebhook
+}
+
+// nodeServer is the node API on the kubelet's port (10250): logs, exec, attach, port-forward, stats; the
+// read-only port when readOnlyPort is set; and container log rotation, which runs even with enableServer
+// false.
+func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
+	kc := &a.cfg.Kubelet
+	var kube kubernetes.Interface
+	if !a.standalone {
+		cs, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return nil, err
+		}
+		kube = cs
+	}
+	disabled := kc.EnableServer != nil && !*kc.EnableServer
+	if !disabled && a.standalone && needsAPIForAuth(kc) {
+		// The kubelet refuses to start here; nodelet runs its static pods and leaves the node API off,
+		// since it could not authenticate or authorize a single request.
+		a.log.Error(nil, "Node API server disabled: webhook authentication/authorization needs an API server (standalone mode)")
+		disabled = true
+	}
+	tlsOpts, err := config.ParseTLS(kc)
+	if err != nil {
+		return nil, err
+	}
+	m := machine.Reader{FsPath: a.cfg.RootDir}
+	return server.New(server.Options{
+		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
+		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
+		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: a.nodePods(store),
+		Metrics: a.opts.Metrics, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
+		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: a.clock(),
+		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m) },
+		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
+		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
+		ReadOnlyPort: kc.ReadOnlyPort,
+	})
+}
+
+// nodeStats are the node figures of /stats/summary, from /proc and the root dir's filesystem.
+func nodeStats(m machine.Reader) (server.NodeStats, error) {
+	u, err := m.Usage()
+	if err != nil {
+		return server.NodeStats{}, err
+	}
+	sig, err := m.Signals()
+	if err != nil {
+		return server.NodeStats{}, err
+	}
+	now := metav1.Now()
+	working := u.MemoryTotalBytes - u.MemoryAvailableBytes
+	capacity, avail := uint64(sig.NodeFsCapacityBytes), uint64(sig.NodeFsAvailableBytes)
+	used := capacity - avail
+	inodes, free := uint64(sig.NodeFsInodes), uint64(sig.NodeFsInodesFree)
+	return server.NodeStats{
+		StartTime: u.BootTime,
+		CPU:       statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &u.CPUUsageNanoSeconds},
+		Memory: statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &working,
+			AvailableBytes: &u.MemoryAvailableBytes},
+		Fs: statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
+			Inodes: &inodes, InodesFree: &free},
+	}, nil
+}
+
+// nodePods lists the pods this node runs for the node API: the API's pods bound here (mirror pods left
+// out) and the static pods, whose UIDs are the ones on their containers.
+func (a *Agent) nodePods(store *staticpods.Store) server.PodsFunc {
+	return func(ctx context.Context) ([]corev1.Pod, error) {
+		var out []corev1.Pod
+		if !a.standalone {
+			var l corev1.PodList
+			if err := a.mgr.GetClient().List(ctx, &l); err != nil {
+				return nil, err
+			}
+			for _, p := range l.Items {
+				if !podrules.IsMirrorPod(&p) && p.Spec.NodeName == a.cfg.NodeName {
+					out = append(out, p)
+				}
+			}
+		}
+		if store != nil {
+			for _, p := range store.List() {
+				out = append(out, *p)
+			}
+		}
+		return out, nil
+	}
+}

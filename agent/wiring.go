@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/probes"
+	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/staticpods"
+	"github.com/nodelet/nodelet/volumes"
+)
+
+// setup wires every component; node-local ones go to a.local, API ones into the manager.
+func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
+	cfg, mgr, cri := a.cfg, a.mgr, a.cri
+	connector := &runtime.Connector{Client: cri, Clock: a.clock()}
+	a.local = append(a.local, connector)
+	recorder, err := a.eventRecorder(ctx, restCfg)
+	if err != nil {
+		return err
+	}
+	ips, err := a.nodeIPs()
+	if err != nil {
+		return err
+	}
+	pleg := runtime.NewPLEG(cri, runtime.PLEGOptions{
+		Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true,
+	})
+	a.local = append(a.local, pleg)
+	if err := a.addChecks(pleg); err != nil {
+		return err
+	}
+	store := a.staticPods(recorder)
+	pods := a.podReconciler(recorder, pleg, ips)
+	if !a.standalone {
+		if pods.Services, err = controllers.NewAPIServices(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
+	}
+	if sim := a.opts.Simulation; sim != nil {
+		// Simulated: probes answered by the simulation, volumes not set up (containers get no mounts).
+		pods.Probes = &probes.Manager{Clock: a.clock(), Recorder: recorder, OnChange: pods.Enqueue, Simulate: sim.probe()}
+	} else {
+		pods.Probes = &probes.Manager{Exec: cri, Clock: a.clock(), Recorder: recorder, OnChange: pods.Enqueue}
+		pods.Volumes = a.volumes(pods)
+	}
+	if pods.Sysctls, err = sysctlAllowlist(ctx, cfg); err != nil {
+		return err
+	}
+	if err := a.hardening(pods, connector); err != nil {
+		return err
+	}
+	if store != nil {
+		pods.Static, pods.StaticKinds = store, a.staticKinds()
+	}
+	var sources []source.Source
+	if !a.standalone {
+		sources = append(sources, controllers.APIPodSource(mgr.GetCache()))
+	}
+	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
+	if a.opts.Simulation == nil {
+		srv, err := a.nodeServer(restCfg, store)
+		if err != nil {
+			return err
+		}
+		a.local = append(a.local, srv)
+	}
+	if a.standalone {
+		return nil
+	}
+	return a.setupAPI(ctx, recorder, ips, pleg, store)
+}
+
+// probe is the simulation's probe answer: Probe, or success.
+func (s *Simulation) probe() probes.SimulateFunc {
+	if s.Probe != nil {
+		return s.Probe
+	}
+	return func(*corev1.Pod, string, string) bool { return true }
+}
+
+// setupAPI wires what needs the API server: the pod index, the Node, its Lease and mirror pods.
+func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips []net.IP, pleg *runtime.PLEG, store *staticpods.Store) error {
+	cfg, mgr := a.cfg, a.mgr
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, controllers.PodNodeNameField, controllers.PodNodeName); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	node, err := a.nodeReconciler(recorder, ips)
+	if err != nil {
+		return err
+	}
+	node.HealthChecks = []controllers.HealthCheck{{Name: "PLEG", Check: pleg.Healthy}}
+	if err := node.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up node controller: %w", err)
+	}
+	lease := &controllers.LeaseController{
+		Client: mgr.GetClient(), Reader: mgr.GetClient(), Clock: a.clock(), NodeName: cfg.NodeName,
+		LeaseDuration: secondsDuration(cfg.Kubelet.NodeLeaseDurationSeconds),
+	}
+	if err := lease.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if store == nil {
+		return nil
+	}
+	mirrors := &controllers.MirrorPodReconciler{Client: mgr.GetClient(), Static: store, StaticKinds: a.staticKinds(), NodeName: cfg.NodeName,
+		NodeUID: func(ctx context.Context) types.UID {
+			n := &corev1.Node{}
+			if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n); err != nil {
+				return ""
+			}
+			return n.UID
+		}}
+	return mirrors.SetupWithManager(mgr)
+}
+
+// podReconciler is the pod workers, configured as the kubelet's configuration says.
+func (a *Agent) podReconciler(rec record.EventRecorder, pleg *runtime.PLEG, ips []net.IP) *controllers.PodReconciler {
+	cfg, mgr := a.cfg, a.mgr
+	kc := &cfg.Kubelet
+	hostIPs := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		hostIPs = append(hostIPs, ip.String())
+	}
+	r := &controllers.PodReconciler{
+		Client: mgr.GetClient(), Runtime: a.cri, PLEG: pleg, Recorder: rec, Clock: a.clock(),
+		Secrets:  controllers.APIObjects{Reader: mgr.GetAPIReader()},
+		NodeName: cfg.NodeName, RootDir: cfg.RootDir, HostIPs: hostIPs,
+		Sandbox: runtime.SandboxOptions{
+			ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, ResolvConf: derefString(kc.ResolverConfig),
+			PodLogsDir: kc.PodLogsDir, CgroupDriver: kc.CgroupDriver, CgroupsPerQOS: kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS,
+			CgroupRoot: kc.CgroupRoot, NodeHostname: cfg.Hostname,
+		},
+		Workers: 32, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
+		Node: func(ctx context.Context) (*corev1.Node, error) {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the cache blocks while the API is away
+			defer cancel()
+			n := &corev1.Node{}
+			return n, mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n)
+		},
+	}
+	r.SeccompDefault = kc.SeccompDefault != nil && *kc.SeccompDefault
+	if a.standalone {
+		r.Client, r.Secrets, r.Node = nil, nil, nil
+	}
+	r.RegisterMetrics(a.opts.Metrics)
+	return r
+}
+
+// volumes is the volume manager: Secrets and ConfigMaps are read by name straight from the API (kept 10 s),
+// service account tokens come from the TokenRequest API — all that the Node authorizer allows a node.
+func (a *Agent) volumes(pods *controllers.PodReconciler) *volumes.Manager {
+	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
+	if !a.standalone {
+		m.Objects = &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(),
+			Clock: a.clock(), TTL: 10 * time.Second}
+	}
+	if pods.Node != nil {
+		m.NodeAllocatable = func() corev1.ResourceList {
+			n, err := pods.Node(context.Background())
+			if err != nil {
+				return nil
+			}
+			return n.Status.Allocatable
+		}
+	}
+	return m
+}
+
+// nodeReconciler keeps the Node registered and its status true.
+func (a *Agent) nodeReconciler(rec record.EventRecorder, ips []net.IP) (*controllers.NodeReconciler, error) {
+	cfg := a.cfg
+	kc := &cfg.Kubelet
+	reserved, err := cfg.Reserved()
+	if err != nil {
+		return nil, err
+	}
+	hard, err := config.ParseThresholds(kc.EvictionHard)
+	if err != nil {
+		return nil, err
+	}
+	var m MachineReader = machine.Reader{FsPath: cfg.RootDir}
+	if sim := a.opts.Simulation; sim != nil && sim.Machine != nil {
+		m = sim.Machine
+	}
+	return &controllers.NodeReconciler{
+		Client: a.mgr.GetClient(), Recorder: rec, Runtime: a.cri, Clock: a.clock(),
+		Machine:  m,
+		NodeName: cfg.NodeName, Hostname: cfg.Hostname, NodeIPs: ips,
+		Labels: cfg.NodeLabels, Taints: kc.RegisterWithTaints, ProviderID: kc.ProviderID,
+		MaxPods: int64(kc.MaxPods), MaxImages: derefInt32(kc.NodeStatusMaxImages, 50), Port: kc.Port,
+		Reserved: reserved, HardEviction: hard,
+		KubeletVersion:           a.opts.KubeletVersion,
+		UpdateFrequency:          kc.NodeStatusUpdateFrequency.Duration,
+		ReportFrequency:          kc.NodeStatusReportFrequency.Duration,
+		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
+	}, nil
+}
