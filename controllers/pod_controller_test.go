@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,17 +18,19 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/agent"
+	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
 )
 
-// podBed is a node agent under test: a manager with the Pod reconciler and a PLEG over an in-memory
-// runtime, running as the node's own identity.
+// podBed is a node agent under test: the whole agent (agent.New) over an in-memory runtime, running as
+// the node's own identity.
 type podBed struct {
 	nodeName string
 	rt       *fake.Runtime
@@ -41,53 +45,50 @@ func newPodBed(nodeName string, rt *fake.Runtime, cri *runtime.Client) *podBed {
 	return b
 }
 
-// start runs a fresh agent (a new manager and reconciler) against the same runtime.
+// start runs a fresh agent against the same runtime, built as main builds it (agent.New) with the node's
+// own credentials, on a simulated machine of 2 CPUs and 4 GiB; it returns once the Node is Ready.
 func (b *podBed) start() {
-	mgr := newNodeManager(b.nodeName)
-	pleg := runtime.NewPLEG(b.cri, runtime.PLEGOptions{Period: 100 * time.Millisecond})
-	Expect(mgr.Add(pleg)).To(Succeed())
 	root, err := os.MkdirTemp("", "nodelet-root")
 	Expect(err).NotTo(HaveOccurred())
-	r := &controllers.PodReconciler{
-		Client: mgr.GetClient(), Runtime: b.cri, PLEG: pleg, Recorder: b.events, Clock: clock.RealClock{},
-		Secrets:  controllers.APIObjects{Reader: mgr.GetAPIReader()},
-		NodeName: b.nodeName, RootDir: root, HostIPs: []string{"192.0.2.10"},
-		Sandbox: runtime.SandboxOptions{PodLogsDir: root + "/logs", CgroupDriver: "cgroupfs", CgroupsPerQOS: true,
-			ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", NodeHostname: b.nodeName},
-		Workers: 4, ImagePulls: 2, ResyncPeriod: time.Minute,
-		Node: func(context.Context) (*corev1.Node, error) {
-			return &corev1.Node{Status: corev1.NodeStatus{
-				Capacity: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")},
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
-					corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")}}}, nil
-		},
-	}
-	// As main wires it: the Service informer starts with the cache, for service environment variables.
-	services, err := controllers.NewAPIServices(context.Background(), mgr.GetCache())
-	Expect(err).NotTo(HaveOccurred())
-	r.Services = services
+	cfg := config.Default(b.nodeName)
+	cfg.RootDir, cfg.MetricsBindAddress = root, "0"
+	cfg.NodeIPs = []net.IP{net.ParseIP("192.0.2.10")}
+	kc := &cfg.Kubelet
+	kc.ContainerRuntimeEndpoint = b.rt.Endpoint()
+	kc.PodLogsDir = root + "/logs"
+	kc.HealthzPort, kc.EnableServer = ptr.To(int32(0)), ptr.To(false)
+	kc.ClusterDNS, kc.ClusterDomain = []string{"10.96.0.10"}, "cluster.local"
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
+	a, err := agent.New(ctx, agent.Options{
+		Config: cfg, RestConfig: nodeConfig(b.nodeName), Recorder: b.events, Metrics: prometheus.NewRegistry(),
+		Logger: ctrl.Log.WithName("agent"),
+		Simulation: &agent.Simulation{Machine: machine.Static{
+			Facts: machine.Info{OS: "linux", Architecture: "amd64", NumCPU: 2, MemoryBytes: 4 << 30},
+			Observed: machine.Signals{MemoryAvailableBytes: 3 << 30, NodeFsCapacityBytes: 100 << 30, NodeFsAvailableBytes: 90 << 30,
+				NodeFsInodes: 1 << 20, NodeFsInodesFree: 1 << 19, PIDMax: 1 << 22, PIDsInUse: 100}}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	done := make(chan struct{})
 	go func() {
 		defer GinkgoRecover()
-		defer func() { done <- struct{}{} }()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	go func() {
-		defer GinkgoRecover()
-		defer func() { done <- struct{}{} }()
-		Expect(r.Run(ctx, controllers.APIPodSource(mgr.GetCache()))).To(Succeed())
+		defer close(done)
+		Expect(a.Run(ctx)).To(Succeed())
 	}()
 	var once sync.Once
 	b.stop = func() {
 		once.Do(func() {
 			cancel()
 			<-done
-			<-done
 			_ = os.RemoveAll(root)
 		})
 	}
 	DeferCleanup(func() { b.stop() })
+	Eventually(func(g Gomega) {
+		n := &corev1.Node{}
+		g.Expect(admin.Get(context.Background(), types.NamespacedName{Name: b.nodeName}, n)).To(Succeed())
+		g.Expect(n.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+	}).Should(Succeed())
 }
 
 func busyboxPod(ns, name, nodeName string, mutate ...func(*corev1.Pod)) *corev1.Pod {

@@ -230,3 +230,16 @@ func (r Reader) readInt(p string) (int64, error) {
 	}
 	return strconv.ParseInt(s, 10, 64)
 }
+
+// Static is a machine whose facts and signals never change: for simulated nodes (testnode, hollow nodes)
+// and tests.
+type Static struct {
+	Facts    Info
+	Observed Signals
+}
+
+// Info returns the static facts.
+func (s Static) Info() (Info, error) { return s.Facts, nil }
+
+// Signals returns the static signals.
+func (s Static) Signals() (Signals, error) { return s.Observed, nil }

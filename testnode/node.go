@@ -156,21 +156,13 @@ func simulatedMachine(opts Options) agent.MachineReader {
 	if mem.IsZero() {
 		mem = resource.MustParse("8Gi")
 	}
-	return fixedMachine{
-		info: machine.Info{MachineID: opts.Name, SystemUUID: opts.Name, BootID: opts.Name, KernelVersion: "testnode",
+	return machine.Static{
+		Facts: machine.Info{MachineID: opts.Name, SystemUUID: opts.Name, BootID: opts.Name, KernelVersion: "testnode",
 			OSImage: "testnode", OS: "linux", Architecture: "amd64", NumCPU: cpu.Value(), MemoryBytes: mem.Value()},
-		signals: machine.Signals{MemoryAvailableBytes: mem.Value(), NodeFsCapacityBytes: 100 << 30, NodeFsAvailableBytes: 90 << 30,
+		Observed: machine.Signals{MemoryAvailableBytes: mem.Value(), NodeFsCapacityBytes: 100 << 30, NodeFsAvailableBytes: 90 << 30,
 			NodeFsInodes: 10 << 20, NodeFsInodesFree: 9 << 20, PIDMax: 1 << 22, PIDsInUse: 100},
 	}
 }
-
-type fixedMachine struct {
-	info    machine.Info
-	signals machine.Signals
-}
-
-func (m fixedMachine) Info() (machine.Info, error)       { return m.info, nil }
-func (m fixedMachine) Signals() (machine.Signals, error) { return m.signals, nil }
 
 // waitReady waits until the Node is registered and Ready, or the node stopped.
 func (n *Node) waitReady(ctx context.Context, restConfig *rest.Config, timeout time.Duration) error {

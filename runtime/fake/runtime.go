@@ -159,6 +159,16 @@ func (r *Runtime) Start(socketPath string) (string, error) {
 	return "unix://" + socketPath, nil
 }
 
+// Endpoint is the endpoint Start returned ("" before Start).
+func (r *Runtime) Endpoint() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.socketPath == "" {
+		return ""
+	}
+	return "unix://" + r.socketPath
+}
+
 // Stop ends event streams and pending stop waits, stops the gRPC server and
 // removes the socket. It is safe to call more than once.
 func (r *Runtime) Stop() {
