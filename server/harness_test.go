@@ -49,7 +49,7 @@ const testNode = "node-a"
 
 // env is one server under test with its fakes.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	s       *Server
 	ts      *httptest.Server
 	clock   *clocktesting.FakeClock
@@ -68,7 +68,7 @@ type env struct {
 }
 
 // newEnv starts a server with webhook authn/authz, a client CA and a self-signed serving certificate.
-func newEnv(t *testing.T, mutate ...func(*Options)) *env {
+func newEnv(t testing.TB, mutate ...func(*Options)) *env {
 	t.Helper()
 	e, o := newEnvOptions(t)
 	for _, m := range mutate {
@@ -94,7 +94,7 @@ func validOptions(t *testing.T) Options {
 	return o
 }
 
-func newEnvOptions(t *testing.T) (*env, Options) {
+func newEnvOptions(t testing.TB) (*env, Options) {
 	t.Helper()
 	e := &env{
 		t: t, clock: clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
@@ -121,7 +121,7 @@ func newEnvOptions(t *testing.T) (*env, Options) {
 }
 
 // servingPool trusts the server's certificate (its CA, for the self-signed kind).
-func servingPool(t *testing.T, s *Server) *x509.CertPool {
+func servingPool(t testing.TB, s *Server) *x509.CertPool {
 	pool := x509.NewCertPool()
 	for _, c := range s.tlsConfig.Certificates[0].Certificate {
 		cert, err := x509.ParseCertificate(c)
@@ -221,7 +221,7 @@ type testCA struct {
 	certPEM []byte
 }
 
-func newTestCA(t *testing.T, cn string) *testCA {
+func newTestCA(t testing.TB, cn string) *testCA {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -253,7 +253,7 @@ func (ca *testCA) clientCert(t *testing.T, cn string, orgs []string, notBefore, 
 	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
+func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -262,7 +262,7 @@ func newKey(t *testing.T) *ecdsa.PrivateKey {
 	return key
 }
 
-func writeFile(t *testing.T, path string, data []byte) {
+func writeFile(t testing.TB, path string, data []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
