@@ -131,15 +131,27 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// prepareHost creates the root directory and checks the kernel tunables protectKernelDefaults asks for.
+// prepareHost creates the root directory and handles the kernel tunables as the kubelet: with
+// protectKernelDefaults they must already hold the kubelet's values, without it they are set to them.
 func (a *Agent) prepareHost() error {
 	if err := os.MkdirAll(a.cfg.RootDir, 0o750); err != nil {
 		return fmt.Errorf("create root dir: %w", err)
 	}
-	if a.cfg.Kubelet.ProtectKernelDefaults && a.opts.Simulation == nil {
+	if a.opts.Simulation != nil {
+		return nil
+	}
+	if a.cfg.Kubelet.ProtectKernelDefaults {
 		if err := (machine.Reader{}).CheckKernelDefaults(); err != nil {
 			return fmt.Errorf("protectKernelDefaults: %w", err)
 		}
+		return nil
+	}
+	changed, err := machine.Reader{}.SetKernelDefaults()
+	if len(changed) > 0 {
+		a.log.Info("Set kernel tunables to the kubelet's values (protectKernelDefaults is false)", "changed", changed)
+	}
+	if err != nil {
+		return fmt.Errorf("kernel tunables (protectKernelDefaults false): %w", err)
 	}
 	return nil
 }

@@ -76,3 +76,30 @@ func TestCheckKernelDefaults(t *testing.T) {
 		})
 	}
 }
+
+func TestSetKernelDefaults(t *testing.T) {
+	root := t.TempDir()
+	values := kubeletValues()
+	values["kernel/panic"], values["vm/overcommit_memory"] = "0", "0"
+	writeSysctls(t, root, values)
+	r := Reader{HostRoot: root}
+	changed, err := r.SetKernelDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kernel/panic=10 (was 0)", "vm/overcommit_memory=1 (was 0)"}; strings.Join(changed, ",") != strings.Join(want, ",") {
+		t.Errorf("changed %v, want %v", changed, want)
+	}
+	if err := r.CheckKernelDefaults(); err != nil {
+		t.Errorf("after SetKernelDefaults: %v", err)
+	}
+	if changed, err := r.SetKernelDefaults(); err != nil || len(changed) != 0 {
+		t.Errorf("second SetKernelDefaults: %v %v, want nothing to change", changed, err)
+	}
+	if err := os.Remove(filepath.Join(root, "proc/sys/kernel/panic")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SetKernelDefaults(); err == nil || !strings.Contains(err.Error(), "read kernel flag kernel/panic") {
+		t.Errorf("missing tunable: %v", err)
+	}
+}
