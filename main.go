@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/hollow"
 )
 
 // Set at build time (-ldflags -X main.version=...).
@@ -26,6 +27,10 @@ var (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hollow" {
+		hollowMain(os.Args[2:])
+		return
+	}
 	cfg, err := config.Load(os.Args[1:])
 	if errors.Is(err, pflag.ErrHelp) {
 		os.Exit(0)
@@ -47,6 +52,23 @@ func main() {
 	}
 	if err != nil {
 		log.Error(err, "nodelet failed")
+		os.Exit(1)
+	}
+}
+
+// hollowMain is `nodelet hollow`: many simulated nodes in one process against a real cluster.
+func hollowMain(args []string) {
+	opts, err := hollow.ParseFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nodelet hollow:", err)
+		os.Exit(1)
+	}
+	opts.Logger = newLogger(opts.Verbosity)
+	if err := hollow.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+		opts.Logger.Error(err, "nodelet hollow failed")
 		os.Exit(1)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
@@ -45,6 +46,9 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Simulation, when set, runs the node without touching the host (see Simulation).
 	Simulation *Simulation
+	// Services, when set, is a Service lister shared with other nodes of the process (hollow nodes);
+	// nil gives the node its own Service informer.
+	Services *controllers.APIServices
 }
 
 // DefaultKubeletVersion is the kubelet version nodelet reports to the API server.
@@ -58,6 +62,10 @@ type Simulation struct {
 	Probe probes.SimulateFunc
 	// Machine reports the node's capacity and signals (default: this machine's).
 	Machine MachineReader
+	// RelistPeriod is the PLEG's relist period (default 1 s, the kubelet's).
+	RelistPeriod time.Duration
+	// Workers bounds the pods synced at once (default 32).
+	Workers int
 }
 
 // MachineReader is what the node status asks of the machine.

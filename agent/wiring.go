@@ -36,16 +36,21 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	pleg := runtime.NewPLEG(cri, runtime.PLEGOptions{
-		Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true,
-	})
+	plegOpts := runtime.PLEGOptions{Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true}
+	if sim := a.opts.Simulation; sim != nil && sim.RelistPeriod > 0 {
+		plegOpts.Period, plegOpts.EventBuffer = sim.RelistPeriod, 64
+	}
+	pleg := runtime.NewPLEG(cri, plegOpts)
 	a.local = append(a.local, pleg)
 	if err := a.addChecks(pleg); err != nil {
 		return err
 	}
 	store := a.staticPods(recorder)
 	pods := a.podReconciler(recorder, pleg, ips)
-	if !a.standalone {
+	switch {
+	case a.opts.Services != nil:
+		pods.Services = a.opts.Services
+	case !a.standalone:
 		if pods.Services, err = controllers.NewAPIServices(ctx, mgr.GetCache()); err != nil {
 			return err
 		}
@@ -153,6 +158,9 @@ func (a *Agent) podReconciler(rec record.EventRecorder, pleg *runtime.PLEG, ips 
 		},
 	}
 	r.SeccompDefault = kc.SeccompDefault != nil && *kc.SeccompDefault
+	if sim := a.opts.Simulation; sim != nil && sim.Workers > 0 {
+		r.Workers = sim.Workers
+	}
 	if a.standalone {
 		r.Client, r.Secrets, r.Node = nil, nil, nil
 	}

@@ -1,4 +1,4 @@
-package testnode
+package simnode
 
 import (
 	"fmt"

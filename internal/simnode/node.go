@@ -1,4 +1,4 @@
-package testnode
+package simnode
 
 import (
 	"context"
@@ -23,11 +23,12 @@ import (
 
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/runtime/fake"
 )
 
-// Options configure a test node. Only Name is required.
+// Options configure a simulated node. Only Name is required.
 type Options struct {
 	// Name is the Node's name (a DNS subdomain).
 	Name string
@@ -42,6 +43,15 @@ type Options struct {
 	Logger logr.Logger
 	// ReadyTimeout bounds how long Start waits for the Node to be Ready (default 30 s).
 	ReadyTimeout time.Duration
+	// NoWait makes Start return once the node runs, without waiting for it to be Ready.
+	NoWait bool
+	// Services, when set, is a Service lister shared by the nodes of a process (default: one per node).
+	Services *controllers.APIServices
+	// RelistPeriod is the PLEG's relist period (default: the kubelet's 1 s); the simulated runtime's
+	// events make changes known at once, so hollow nodes relist rarely.
+	RelistPeriod time.Duration
+	// Workers bounds the pods the node syncs at once (default 32).
+	Workers int
 }
 
 // Node is a running test node.
@@ -60,12 +70,12 @@ type Node struct {
 // system:node:<name> credential under the Node authorizer).
 func Start(ctx context.Context, restConfig *rest.Config, opts Options) (*Node, error) {
 	if opts.Name == "" {
-		return nil, errors.New("testnode: Options.Name is required")
+		return nil, errors.New("simnode: Options.Name is required")
 	}
 	if restConfig == nil {
-		return nil, errors.New("testnode: a rest.Config is required")
+		return nil, errors.New("simnode: a rest.Config is required")
 	}
-	dir, err := os.MkdirTemp("", "testnode-")
+	dir, err := os.MkdirTemp("", "simnode-")
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +83,9 @@ func Start(ctx context.Context, restConfig *rest.Config, opts Options) (*Node, e
 	if err := n.start(ctx, restConfig, opts); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
+	}
+	if opts.NoWait {
+		return n, nil
 	}
 	if err := n.waitReady(ctx, restConfig, opts.ReadyTimeout); err != nil {
 		_ = n.Stop()
@@ -82,7 +95,7 @@ func Start(ctx context.Context, restConfig *rest.Config, opts Options) (*Node, e
 }
 
 func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options) error {
-	n.runtime = fake.New(fake.WithBehaviourFunc(behaviour), fake.WithPullAny(), fake.WithVersion("testnode", "0.1.0"))
+	n.runtime = fake.New(fake.WithBehaviourFunc(behaviour), fake.WithPullAny(), fake.WithVersion("simulated", "0.1.0"))
 	endpoint, err := n.runtime.Start(filepath.Join(n.dir, "cri.sock"))
 	if err != nil {
 		return err
@@ -94,12 +107,13 @@ func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options)
 	}
 	log := opts.Logger
 	if log.GetSink() == nil {
-		log = ctrl.Log.WithName("testnode")
+		log = ctrl.Log.WithName("simnode")
 	}
 	a, err := agent.New(ctx, agent.Options{
-		Config: cfg, Version: "testnode", RestConfig: rest.CopyConfig(restConfig), Logger: log,
+		Config: cfg, Version: "simulated", RestConfig: rest.CopyConfig(restConfig), Logger: log,
 		Metrics:    prometheus.NewRegistry(),
-		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts)},
+		Services:   opts.Services,
+		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod, Workers: opts.Workers},
 	})
 	if err != nil {
 		n.runtime.Stop()
@@ -142,7 +156,7 @@ func nodeConfig(opts Options, dir, endpoint string) (*config.Config, error) {
 		kc.MaxPods = opts.MaxPods
 	}
 	if err := config.Validate(cfg); err != nil {
-		return nil, fmt.Errorf("testnode: %w", err)
+		return nil, fmt.Errorf("simnode: %w", err)
 	}
 	return cfg, nil
 }
@@ -157,8 +171,8 @@ func simulatedMachine(opts Options) agent.MachineReader {
 		mem = resource.MustParse("8Gi")
 	}
 	return machine.Static{
-		Facts: machine.Info{MachineID: opts.Name, SystemUUID: opts.Name, BootID: opts.Name, KernelVersion: "testnode",
-			OSImage: "testnode", OS: "linux", Architecture: "amd64", NumCPU: cpu.Value(), MemoryBytes: mem.Value()},
+		Facts: machine.Info{MachineID: opts.Name, SystemUUID: opts.Name, BootID: opts.Name, KernelVersion: "simulated",
+			OSImage: "nodelet simulated node", OS: "linux", Architecture: "amd64", NumCPU: cpu.Value(), MemoryBytes: mem.Value()},
 		Observed: machine.Signals{MemoryAvailableBytes: mem.Value(), NodeFsCapacityBytes: 100 << 30, NodeFsAvailableBytes: 90 << 30,
 			NodeFsInodes: 10 << 20, NodeFsInodesFree: 9 << 20, PIDMax: 1 << 22, PIDsInUse: 100},
 	}
@@ -176,7 +190,7 @@ func (n *Node) waitReady(ctx context.Context, restConfig *rest.Config, timeout t
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-n.done:
-			return false, fmt.Errorf("testnode %s stopped: %w", n.name, n.err)
+			return false, fmt.Errorf("node %s stopped: %w", n.name, n.err)
 		default:
 		}
 		node, err := cs.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
@@ -191,7 +205,7 @@ func (n *Node) waitReady(ctx context.Context, restConfig *rest.Config, timeout t
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("testnode %s: waiting for Ready: %w", n.name, err)
+		return fmt.Errorf("node %s: waiting for Ready: %w", n.name, err)
 	}
 	return nil
 }

@@ -1,0 +1,165 @@
+package hollow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/simnode"
+)
+
+// Options configure a process of hollow nodes.
+type Options struct {
+	// Kubeconfig reaches the cluster with rights to act as every hollow node (an admin, or a credential
+	// the Node authorizer maps to each node); RestConfig, when set, is used instead.
+	Kubeconfig string
+	RestConfig *rest.Config
+	// Nodes is how many nodes to run, named NamePrefix0 … NamePrefix<Nodes-1>.
+	Nodes      int
+	NamePrefix string
+	// StartParallelism bounds the nodes starting at once (default 50).
+	StartParallelism int
+	// RelistPeriod is each node's PLEG relist period (default 5 min: the simulated runtime's events make
+	// changes known at once, as the kubelet's evented PLEG relists every 5 min).
+	RelistPeriod time.Duration
+	// Workers bounds the pods a node syncs at once (default 4).
+	Workers int
+	// Verbosity is the log level (-v).
+	Verbosity int
+	// Logger receives the nodes' logs.
+	Logger logr.Logger
+}
+
+// ParseFlags parses `nodelet hollow` flags.
+func ParseFlags(args []string) (Options, error) {
+	var o Options
+	fs := pflag.NewFlagSet("nodelet hollow", pflag.ContinueOnError)
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the hollow nodes join (required)")
+	fs.IntVar(&o.Nodes, "nodes", 1, "number of hollow nodes")
+	fs.StringVar(&o.NamePrefix, "name-prefix", "hollow-", "node name prefix; nodes are named <prefix><index>")
+	fs.IntVar(&o.StartParallelism, "start-parallelism", 50, "nodes starting at once")
+	fs.DurationVar(&o.RelistPeriod, "relist-period", 5*time.Minute, "PLEG relist period of each node")
+	fs.IntVar(&o.Workers, "workers", 4, "pods a node syncs at once")
+	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
+	if err := fs.Parse(args); err != nil {
+		return Options{}, err
+	}
+	if o.Kubeconfig == "" {
+		return Options{}, errors.New("--kubeconfig is required")
+	}
+	return o, o.validate()
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Nodes < 1:
+		return fmt.Errorf("--nodes must be at least 1, not %d", o.Nodes)
+	case o.Nodes > 1<<16:
+		return fmt.Errorf("--nodes must be at most %d, not %d", 1<<16, o.Nodes)
+	case o.NamePrefix == "":
+		return errors.New("--name-prefix must not be empty")
+	}
+	return nil
+}
+
+// Run starts the hollow nodes and runs them until ctx ends; it returns the first error that stops one.
+func Run(ctx context.Context, o Options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.StartParallelism <= 0 {
+		o.StartParallelism = 50
+	}
+	restCfg := o.RestConfig
+	if restCfg == nil {
+		rc, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("load kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		rc.QPS, rc.Burst = -1, 0 // one client for all nodes: the server's flow control limits it, not the client
+		restCfg = rc
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	services, err := sharedServices(ctx, restCfg)
+	if err != nil {
+		return err
+	}
+	nodes, err := startNodes(ctx, restCfg, o, services)
+	defer func() {
+		for _, n := range nodes {
+			_ = n.Stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	o.Logger.Info("Hollow nodes running", "nodes", len(nodes))
+	<-ctx.Done()
+	return nil
+}
+
+// sharedServices is one Service informer for every node of the process (the kubelet's service
+// environment variables need the cluster's Services, the same for every node).
+func sharedServices(ctx context.Context, restCfg *rest.Config) (*controllers.APIServices, error) {
+	c, err := cache.New(restCfg, cache.Options{Scheme: clientgoscheme.Scheme, ByObject: map[client.Object]cache.ByObject{
+		&corev1.Service{}: {Field: fields.OneTermNotEqualSelector("spec.clusterIP", corev1.ClusterIPNone)},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	services, err := controllers.NewAPIServices(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	return services, nil
+}
+
+// startNodes starts o.Nodes nodes, StartParallelism at a time, without waiting for them to be Ready.
+func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *controllers.APIServices) ([]*simnode.Node, error) {
+	nodes := make([]*simnode.Node, o.Nodes)
+	errs := make([]error, o.Nodes)
+	sem := make(chan struct{}, o.StartParallelism)
+	var wg sync.WaitGroup
+	for i := range o.Nodes {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			name := fmt.Sprintf("%s%d", o.NamePrefix, i)
+			nodes[i], errs[i] = simnode.Start(ctx, restCfg, simnode.Options{
+				Name: name, NodeIP: nodeIP(i), NoWait: true, Services: services,
+				RelistPeriod: o.RelistPeriod, Workers: o.Workers, Logger: o.Logger.WithName(name),
+			})
+		}()
+	}
+	wg.Wait()
+	started := nodes[:0]
+	for _, n := range nodes {
+		if n != nil {
+			started = append(started, n)
+		}
+	}
+	return started, errors.Join(errs...)
+}
+
+// nodeIP is hollow node i's InternalIP, in 10.64.0.0/10 (distinct for up to 4M nodes).
+func nodeIP(i int) net.IP {
+	v := 10<<24 | 64<<16 | uint32(i+1)
+	return net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
