@@ -70,6 +70,10 @@ $(GOLANGCI_LINT):
 bench: build ## Pod start/stop latency on a real containerd bed vs the raw CRI floor (prints figures; never fails on them).
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/bench.sh
 
+.PHONY: bench-hollow
+bench-hollow: build testbins ## Hollow nodes on a real etcd + kube-apiserver: 100, 500, 1000 nodes × 10 pods (NODES=, prints figures).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/benchhollow -nodelet $(CURDIR)/bin/nodelet -nodes $(or $(NODES),100,500,1000)
+
 ##@ Run
 .PHONY: up
 up: build ## Bring up a local single-node cluster with nodelet as the node.

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"sync"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -17,8 +19,10 @@ import (
 // CacheOptions scopes the manager's cache to what a node may list and watch under the Node authorizer:
 // its own Node (metadata.name), the pods bound to it (spec.nodeName) and, as the kubelet, the Services of
 // the whole cluster for service environment variables — headless ones left out, since they give none.
+//
+// Cached objects are kept without their managedFields, which nothing on a node reads.
 func CacheOptions(nodeName string) cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:     {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
 		&corev1.Node{}:    {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
 		&corev1.Service{}: {Field: fields.OneTermNotEqualSelector("spec.clusterIP", corev1.ClusterIPNone)},
@@ -35,7 +39,12 @@ func ClientOptions() client.Options {
 
 // RESTMapper maps the few kinds the agent uses without asking the API server's discovery: the agent must
 // start (and run static pods) while the API server is unreachable, and need not read discovery at all.
-func RESTMapper() meta.RESTMapper {
+// It is built once and shared (read-only) by every node of a process.
+func RESTMapper() meta.RESTMapper { return restMapper() }
+
+var restMapper = sync.OnceValue(newRESTMapper)
+
+func newRESTMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	add := func(gv schema.GroupVersion, scope meta.RESTScope, kinds ...string) {
 		for _, k := range kinds {

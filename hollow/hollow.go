@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -12,9 +15,12 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,6 +48,11 @@ type Options struct {
 	Verbosity int
 	// Logger receives the nodes' logs.
 	Logger logr.Logger
+	// GCPercent is the Go garbage collector's target (GOGC) for the process; 0 leaves it alone. Hollow
+	// nodes default to 25: most of a node's memory is heap headroom at Go's default of 100.
+	GCPercent int
+	// PprofAddress, when set, serves Go's profiles (net/http/pprof) there, for scale work.
+	PprofAddress string
 }
 
 // ParseFlags parses `nodelet hollow` flags.
@@ -55,6 +66,8 @@ func ParseFlags(args []string) (Options, error) {
 	fs.DurationVar(&o.RelistPeriod, "relist-period", 5*time.Minute, "PLEG relist period of each node")
 	fs.IntVar(&o.Workers, "workers", 4, "pods a node syncs at once")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
+	fs.IntVar(&o.GCPercent, "gc-percent", 25, "the process's GOGC: lower trades CPU for memory (0: Go's default or $GOGC)")
+	fs.StringVar(&o.PprofAddress, "pprof-address", "", "serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
 	}
@@ -93,13 +106,30 @@ func Run(ctx context.Context, o Options) error {
 		rc.QPS, rc.Burst = -1, 0 // one client for all nodes: the server's flow control limits it, not the client
 		restCfg = rc
 	}
+	// Uncompressed responses: a gzip reader per watch of every node costs more memory than the
+	// bandwidth a test cluster saves.
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.DisableCompression = true
+	if restCfg.UserAgent == "" {
+		restCfg.UserAgent = "nodelet-hollow"
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if o.PprofAddress != "" {
+		go servePprof(ctx, o.PprofAddress, o.Logger)
+	}
+	if o.GCPercent > 0 {
+		debug.SetGCPercent(o.GCPercent)
+	}
 	services, err := sharedServices(ctx, restCfg)
 	if err != nil {
 		return err
 	}
-	nodes, err := startNodes(ctx, restCfg, o, services)
+	events, err := sharedEvents(ctx, restCfg)
+	if err != nil {
+		return err
+	}
+	nodes, err := startNodes(ctx, restCfg, o, services, events)
 	defer func() {
 		for _, n := range nodes {
 			_ = n.Stop()
@@ -130,8 +160,20 @@ func sharedServices(ctx context.Context, restCfg *rest.Config) (*controllers.API
 	return services, nil
 }
 
+// sharedEvents is one event broadcaster for every node of the process; each node records with its own
+// source (component kubelet, host its name), as a kubelet does.
+func sharedEvents(ctx context.Context, restCfg *rest.Config) (record.EventBroadcaster, error) {
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	return b, nil
+}
+
 // startNodes starts o.Nodes nodes, StartParallelism at a time, without waiting for them to be Ready.
-func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *controllers.APIServices) ([]*simnode.Node, error) {
+func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *controllers.APIServices, events record.EventBroadcaster) ([]*simnode.Node, error) {
 	nodes := make([]*simnode.Node, o.Nodes)
 	errs := make([]error, o.Nodes)
 	sem := make(chan struct{}, o.StartParallelism)
@@ -145,6 +187,7 @@ func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *
 			nodes[i], errs[i] = simnode.Start(ctx, restCfg, simnode.Options{
 				Name: name, NodeIP: nodeIP(i), NoWait: true, Services: services,
 				RelistPeriod: o.RelistPeriod, Workers: o.Workers, Logger: o.Logger.WithName(name),
+				Recorder: events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}),
 			})
 		}()
 	}
@@ -162,4 +205,19 @@ func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *
 func nodeIP(i int) net.IP {
 	v := 10<<24 | 64<<16 | uint32(i+1)
 	return net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+// servePprof serves net/http/pprof's handlers on addr until ctx ends.
+func servePprof(ctx context.Context, addr string, log logr.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error(err, "pprof server stopped")
+	}
 }

@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/config"
@@ -52,6 +54,11 @@ type Options struct {
 	RelistPeriod time.Duration
 	// Workers bounds the pods the node syncs at once (default 32).
 	Workers int
+	// Recorder, when set, records the node's events (hollow nodes share one broadcaster); default: the
+	// node's own recorder, as the kubelet's.
+	Recorder record.EventRecorder
+	// Metrics registers the node's metrics (default: a registry of its own).
+	Metrics ctrlmetrics.RegistererGatherer
 }
 
 // Node is a running test node.
@@ -109,9 +116,13 @@ func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options)
 	if log.GetSink() == nil {
 		log = ctrl.Log.WithName("simnode")
 	}
+	var metrics ctrlmetrics.RegistererGatherer = prometheus.NewRegistry()
+	if opts.Metrics != nil {
+		metrics = opts.Metrics
+	}
 	a, err := agent.New(ctx, agent.Options{
 		Config: cfg, Version: "simulated", RestConfig: rest.CopyConfig(restConfig), Logger: log,
-		Metrics:    prometheus.NewRegistry(),
+		Metrics: metrics, Recorder: opts.Recorder,
 		Services:   opts.Services,
 		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod, Workers: opts.Workers},
 	})
