@@ -185,8 +185,9 @@ func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *
 			defer func() { <-sem; wg.Done() }()
 			name := fmt.Sprintf("%s%d", o.NamePrefix, i)
 			nodes[i], errs[i] = simnode.Start(ctx, restCfg, simnode.Options{
-				Name: name, NodeIP: nodeIP(i), NoWait: true, Services: services,
-				RelistPeriod: o.RelistPeriod, Workers: o.Workers, Logger: o.Logger.WithName(name),
+				Spec:   simnode.Spec{Name: name, NodeIP: nodeIP(i), Logger: o.Logger.WithName(name)},
+				NoWait: true, Services: services,
+				RelistPeriod: o.RelistPeriod, Workers: o.Workers,
 				Recorder: events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}),
 			})
 		}()

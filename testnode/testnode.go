@@ -2,11 +2,7 @@ package testnode
 
 import (
 	"context"
-	"net"
-	"time"
 
-	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodelet/nodelet/internal/simnode"
@@ -23,21 +19,7 @@ type Script = simnode.Script
 func ParseScript(s string) (Script, error) { return simnode.ParseScript(s) }
 
 // Options configure a test node. Only Name is required.
-type Options struct {
-	// Name is the Node's name (a DNS subdomain).
-	Name string
-	// Labels are added to the Node at registration (as --node-labels).
-	Labels map[string]string
-	// CPU and Memory are the node's capacity (default 4 CPUs, 8 GiB); MaxPods its pod capacity (default 110).
-	CPU, Memory resource.Quantity
-	MaxPods     int32
-	// NodeIP is the node's InternalIP (default 127.0.0.1).
-	NodeIP net.IP
-	// Logger receives the node's logs (default: controller-runtime's logger).
-	Logger logr.Logger
-	// ReadyTimeout bounds how long Start waits for the Node to be Ready (default 30 s).
-	ReadyTimeout time.Duration
-}
+type Options = simnode.Spec
 
 // Node is a running test node.
 type Node struct{ n *simnode.Node }
@@ -46,10 +28,7 @@ type Node struct{ n *simnode.Node }
 // restConfig is any client configuration allowed to act as the node (envtest's admin configuration, or a
 // system:node:<name> credential under the Node authorizer).
 func Start(ctx context.Context, restConfig *rest.Config, opts Options) (*Node, error) {
-	n, err := simnode.Start(ctx, restConfig, simnode.Options{
-		Name: opts.Name, Labels: opts.Labels, CPU: opts.CPU, Memory: opts.Memory, MaxPods: opts.MaxPods,
-		NodeIP: opts.NodeIP, Logger: opts.Logger, ReadyTimeout: opts.ReadyTimeout,
-	})
+	n, err := simnode.Start(ctx, restConfig, simnode.Options{Spec: opts})
 	if err != nil {
 		return nil, err
 	}

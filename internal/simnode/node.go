@@ -30,8 +30,8 @@ import (
 	"github.com/nodelet/nodelet/runtime/fake"
 )
 
-// Options configure a simulated node. Only Name is required.
-type Options struct {
+// Spec is what a user of a simulated node chooses (testnode's Options). Only Name is required.
+type Spec struct {
 	// Name is the Node's name (a DNS subdomain).
 	Name string
 	// Labels are added to the Node at registration (as --node-labels).
@@ -45,6 +45,11 @@ type Options struct {
 	Logger logr.Logger
 	// ReadyTimeout bounds how long Start waits for the Node to be Ready (default 30 s).
 	ReadyTimeout time.Duration
+}
+
+// Options configure a simulated node: its Spec and what a process of many nodes shares or tunes.
+type Options struct {
+	Spec
 	// NoWait makes Start return once the node runs, without waiting for it to be Ready.
 	NoWait bool
 	// Services, when set, is a Service lister shared by the nodes of a process (default: one per node).
