@@ -91,8 +91,9 @@ var _ = Describe("Hardening settings of the KubeletConfiguration, on the real no
 		execIn(p, "true") // running
 		var max string
 		Eventually(func(g Gomega) {
-			matches, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/kubepods*/*pod%s/pids.max", p.UID))
-			more, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/kubepods*/pod%s/pids.max", p.UID))
+			// kubepods/pod<uid> (Guaranteed) or kubepods/<qos>/pod<uid>.
+			matches, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/kubepods/pod%s/pids.max", p.UID))
+			more, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/kubepods/*/pod%s/pids.max", p.UID))
 			matches = append(matches, more...)
 			g.Expect(matches).To(HaveLen(1))
 			b, err := os.ReadFile(matches[0])
