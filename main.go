@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -45,15 +46,32 @@ func main() {
 	}
 	log := newLogger(cfg.Verbosity)
 	cfg.LogNotices(log)
-	ctx := ctrl.SetupSignalHandler()
-	a, err := agent.New(ctx, agent.Options{Config: cfg, Version: version, KubeletVersion: kubeVersion + "+nodelet", Logger: log})
-	if err == nil {
-		err = a.Run(ctx)
-	}
-	if err != nil {
+	if err := run(ctrl.SetupSignalHandler(), cfg, log); err != nil {
 		log.Error(err, "nodelet failed")
 		os.Exit(1)
 	}
+}
+
+// run holds the node's lock file (if any) while the agent runs; another agent asking for the lock ends
+// the run cleanly, as the kubelet exits on lock contention.
+func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
+	lock, err := agent.Lock(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	ctx, contended := lock.Context(ctx)
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Version: version, KubeletVersion: kubeVersion + "+nodelet", Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := a.Run(ctx); err != nil {
+		return err
+	}
+	if contended() {
+		log.Info("Lock file contention: another agent takes the node over, exiting", "path", cfg.LockFile)
+	}
+	return nil
 }
 
 // hollowMain is `nodelet hollow`: many simulated nodes in one process against a real cluster.

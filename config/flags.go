@@ -72,10 +72,8 @@ func addCredentialFlags(fs *pflag.FlagSet, c *Config) {
 	notYet(fs, "bootstrap-kubeconfig")
 	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "Directory of the node's certificates; the self-signed serving certificate is kept here when --tls-cert-file is not set (default <root-dir>/pki).")
 	notYet(fs, "cert-dir")
-	fs.StringVar(&c.LockFile, "lock-file", c.LockFile, "Path of a lock file shared with other kubelets on the node (not implemented yet).")
-	notYet(fs, "lock-file")
-	fs.BoolVar(&c.ExitOnLockContention, "exit-on-lock-contention", c.ExitOnLockContention, "Exit when another process wants the lock file (not implemented yet).")
-	notYet(fs, "exit-on-lock-contention")
+	fs.StringVar(&c.LockFile, "lock-file", c.LockFile, "Path of a lock file shared with other kubelets (or nodelets) on the node: held with flock while running.")
+	fs.BoolVar(&c.ExitOnLockContention, "exit-on-lock-contention", c.ExitOnLockContention, "Exit when another process opens the lock file, so that it can take the node over.")
 }
 
 // addNoEffectFlags accepts the kubelet's flags for features nodelet does not have; each one given is

@@ -1,0 +1,103 @@
+//go:build linux
+
+package lockfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
+)
+
+// Lock is a held lock file. The lock lasts until Release or the process ends.
+type Lock struct {
+	f *os.File
+}
+
+// pollInterval is how often Acquire tries a held lock again.
+const pollInterval = 50 * time.Millisecond
+
+// Acquire opens (creating it if needed) the file at path and takes an exclusive flock on it, waiting as
+// long as another process holds it, as the kubelet does. Opening the file is what tells a holder that
+// watches for contention to let go. The lock is tried again every 50 ms, so ctx can end the wait.
+func Acquire(ctx context.Context, path string) (*Lock, error) {
+	return acquire(ctx, path, clock.RealClock{})
+}
+
+func acquire(ctx context.Context, path string, clk clock.WithTicker) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // the path is the operator's --lock-file
+	if err != nil {
+		return nil, fmt.Errorf("open lock file %s: %w", path, err)
+	}
+	var tick clock.Ticker
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			if tick != nil {
+				tick.Stop()
+			}
+			return &Lock{f: f}, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if tick == nil {
+			tick = clk.NewTicker(pollInterval)
+		}
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-tick.C():
+		}
+	}
+}
+
+// Release gives the lock up.
+func (l *Lock) Release() error { return l.f.Close() }
+
+// WatchContention reports on the returned channel (closed once) when another process opens the lock file
+// (or the file's inode is deleted, which needs the holder to have let go): the kubelet's
+// --exit-on-lock-contention, with the kubelet's inotify events. Call it after Acquire, so the holder's
+// own open is not seen. The watch ends with ctx.
+func WatchContention(ctx context.Context, path string) (<-chan struct{}, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_OPEN|unix.IN_DELETE_SELF); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("watch lock file %s: %w", path, err)
+	}
+	contended := make(chan struct{})
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		buf := make([]byte, unix.SizeofInotifyEvent+unix.NAME_MAX+1)
+		for {
+			n, err := unix.Read(fd, buf)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || n <= 0 {
+				return // closed because ctx ended
+			}
+			close(contended)
+			return
+		}
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-readDone:
+		}
+		_ = unix.Close(fd) // ends a Read still waiting
+	}()
+	return contended, nil
+}
