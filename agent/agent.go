@@ -66,6 +66,9 @@ type Simulation struct {
 	RelistPeriod time.Duration
 	// Workers bounds the pods synced at once (default 32).
 	Workers int
+	// Leases, when set, renews the node's Lease with the other nodes of the process (hollow nodes)
+	// instead of on a timer of its own.
+	Leases *controllers.LeaseBatch
 }
 
 // MachineReader is what the node status asks of the machine.

@@ -115,7 +115,11 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Clock: a.clock(), NodeName: cfg.NodeName,
 		LeaseDuration: secondsDuration(cfg.Kubelet.NodeLeaseDurationSeconds),
 	}
-	if err := lease.SetupWithManager(mgr); err != nil {
+	if sim := a.opts.Simulation; sim != nil && sim.Leases != nil {
+		if err := mgr.Add(manager.RunnableFunc(sim.Leases.Member(lease))); err != nil {
+			return err
+		}
+	} else if err := lease.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if store == nil {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,7 +130,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := startNodes(ctx, restCfg, o, services, events)
+	leases := &controllers.LeaseBatch{Clock: clock.RealClock{}}
+	go func() { _ = leases.Start(ctx) }()
+	nodes, err := startNodes(ctx, restCfg, o, shared{services: services, events: events, leases: leases})
 	defer func() {
 		for _, n := range nodes {
 			_ = n.Stop()
@@ -173,7 +176,14 @@ func sharedEvents(ctx context.Context, restCfg *rest.Config) (record.EventBroadc
 }
 
 // startNodes starts o.Nodes nodes, StartParallelism at a time, without waiting for them to be Ready.
-func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *controllers.APIServices, events record.EventBroadcaster) ([]*simnode.Node, error) {
+// shared is what the nodes of the process share.
+type shared struct {
+	services *controllers.APIServices
+	events   record.EventBroadcaster
+	leases   *controllers.LeaseBatch
+}
+
+func startNodes(ctx context.Context, restCfg *rest.Config, o Options, sh shared) ([]*simnode.Node, error) {
 	nodes := make([]*simnode.Node, o.Nodes)
 	errs := make([]error, o.Nodes)
 	sem := make(chan struct{}, o.StartParallelism)
@@ -186,9 +196,9 @@ func startNodes(ctx context.Context, restCfg *rest.Config, o Options, services *
 			name := fmt.Sprintf("%s%d", o.NamePrefix, i)
 			nodes[i], errs[i] = simnode.Start(ctx, restCfg, simnode.Options{
 				Spec:   simnode.Spec{Name: name, NodeIP: nodeIP(i), Logger: o.Logger.WithName(name)},
-				NoWait: true, Services: services,
+				NoWait: true, Services: sh.services, Leases: sh.leases,
 				RelistPeriod: o.RelistPeriod, Workers: o.Workers,
-				Recorder: events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}),
+				Recorder: sh.events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}),
 			})
 		}()
 	}

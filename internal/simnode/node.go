@@ -62,6 +62,8 @@ type Options struct {
 	// Recorder, when set, records the node's events (hollow nodes share one broadcaster); default: the
 	// node's own recorder, as the kubelet's.
 	Recorder record.EventRecorder
+	// Leases, when set, renews the node's Lease in a batch with other nodes (default: its own timer).
+	Leases *controllers.LeaseBatch
 	// Metrics registers the node's metrics (default: a registry of its own).
 	Metrics ctrlmetrics.RegistererGatherer
 }
@@ -128,8 +130,9 @@ func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options)
 	a, err := agent.New(ctx, agent.Options{
 		Config: cfg, Version: "simulated", RestConfig: rest.CopyConfig(restConfig), Logger: log,
 		Metrics: metrics, Recorder: opts.Recorder,
-		Services:   opts.Services,
-		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod, Workers: opts.Workers},
+		Services: opts.Services,
+		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod,
+			Workers: opts.Workers, Leases: opts.Leases},
 	})
 	if err != nil {
 		n.runtime.Stop()
