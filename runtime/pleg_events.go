@@ -56,6 +56,7 @@ func (p *PLEG) followEvents(ctx context.Context) (received bool, err error) {
 	defer cancel()
 	stream, err := p.runtime.GetContainerEvents(ctx)
 	if err != nil {
+		p.metrics.connError.Inc()
 		return false, err
 	}
 	for {
@@ -64,7 +65,13 @@ func (p *PLEG) followEvents(ctx context.Context) (received bool, err error) {
 			return received, errEventStreamClosed
 		}
 		if err != nil {
+			if !received && ctx.Err() == nil {
+				p.metrics.connError.Inc()
+			}
 			return received, mapError("GetContainerEvents", err)
+		}
+		if !received {
+			p.metrics.connSuccess.Inc()
 		}
 		received = true
 		if ev, ok := eventFromCRI(resp); ok {

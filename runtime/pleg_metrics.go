@@ -8,6 +8,10 @@ type plegMetrics struct {
 	interval prometheus.Histogram
 	lastSeen prometheus.Gauge
 	discard  prometheus.Counter
+	// connSuccess and connError are the kubelet's evented PLEG connection counters: subscriptions to the
+	// runtime's container events that delivered events, and those that failed.
+	connSuccess prometheus.Counter
+	connError   prometheus.Counter
 }
 
 // newPLEGMetrics creates the PLEG metrics and registers them with reg; a nil reg registers nothing (the
@@ -30,9 +34,17 @@ func newPLEGMetrics(reg prometheus.Registerer) *plegMetrics {
 			Subsystem: "kubelet", Name: "pleg_discard_events",
 			Help: "The number of discard events in PLEG.",
 		}),
+		connSuccess: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "evented_pleg_connection_success_count",
+			Help: "The number of times a streaming client was obtained to receive CRI Events.",
+		}),
+		connError: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "evented_pleg_connection_error_count",
+			Help: "The number of errors encountered during the establishment of streaming connection with the CRI runtime.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.duration, m.interval, m.lastSeen, m.discard)
+		reg.MustRegister(m.duration, m.interval, m.lastSeen, m.discard, m.connSuccess, m.connError)
 	}
 	return m
 }

@@ -402,7 +402,8 @@ func startPLEG(t *testing.T, p *runtime.PLEG, log logr.Logger) {
 
 func TestPLEGFollowsCRIEvents(t *testing.T) {
 	e := newPLEGEnv(t)
-	p := e.newPLEG(runtime.PLEGOptions{UseEvents: true})
+	reg := prometheus.NewRegistry()
+	p := e.newPLEG(runtime.PLEGOptions{UseEvents: true, Metrics: reg})
 	events := p.Events()
 	startPLEG(t, p, logr.Discard())
 	eventually(t, "the event subscription", func() bool { return e.rt.EventSubscribers() == 1 })
@@ -420,12 +421,16 @@ func TestPLEGFollowsCRIEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectEvents(t, receive(t, events, 1), ev(web, runtime.ContainerRemoved, ctrs[0]))
+	if got := gathered(t, reg, "kubelet_evented_pleg_connection_success_count"); got != 1 {
+		t.Errorf("kubelet_evented_pleg_connection_success_count = %v, want 1", got)
+	}
 }
 
 func TestPLEGResubscribesToCRIEventsWithBackoff(t *testing.T) {
 	e := newPLEGEnv(t)
 	e.rt.InjectErrorOnce("GetContainerEvents", status.Error(codes.Unavailable, "containerd restarting"))
-	p := e.newPLEG(runtime.PLEGOptions{UseEvents: true, Period: time.Hour})
+	reg := prometheus.NewRegistry()
+	p := e.newPLEG(runtime.PLEGOptions{UseEvents: true, Period: time.Hour, Metrics: reg})
 	startPLEG(t, p, logr.Discard())
 	eventually(t, "the failed subscription", func() bool { return slices.Contains(e.rt.Calls(), "GetContainerEvents") })
 	if e.rt.EventSubscribers() != 0 {
@@ -435,6 +440,9 @@ func TestPLEGResubscribesToCRIEventsWithBackoff(t *testing.T) {
 		e.clk.Step(time.Second) // the back-off waits on the clock
 		return e.rt.EventSubscribers() == 1
 	})
+	if got := gathered(t, reg, "kubelet_evented_pleg_connection_error_count"); got != 1 {
+		t.Errorf("kubelet_evented_pleg_connection_error_count = %v, want 1", got)
+	}
 }
 
 func TestPLEGRelistsOnlyWhenTheRuntimeHasNoEvents(t *testing.T) {

@@ -115,7 +115,9 @@ func isReady(p *corev1.Pod) bool {
 	return false
 }
 
-func ready(want bool) func(*corev1.Pod) bool { return func(p *corev1.Pod) bool { return isReady(p) == want } }
+func ready(want bool) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool { return isReady(p) == want }
+}
 
 func phase(want corev1.PodPhase) func(*corev1.Pod) bool {
 	return func(p *corev1.Pod) bool { return p.Status.Phase == want }
