@@ -17,6 +17,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/staticpods"
@@ -51,7 +52,7 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	case a.opts.Services != nil:
 		pods.Services = a.opts.Services
 	case !a.standalone:
-		if pods.Services, err = controllers.NewAPIServices(ctx, mgr.GetCache()); err != nil {
+		if pods.Services, err = podlifecycle.NewAPIServices(ctx, mgr.GetCache()); err != nil {
 			return err
 		}
 	}
@@ -73,7 +74,7 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	}
 	var sources []source.Source
 	if !a.standalone {
-		sources = append(sources, controllers.APIPodSource(mgr.GetCache()))
+		sources = append(sources, podlifecycle.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
 	if a.opts.Simulation == nil {
@@ -133,16 +134,16 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 }
 
 // podReconciler is the pod workers, configured as the kubelet's configuration says.
-func (a *Agent) podReconciler(rec record.EventRecorder, pleg *runtime.PLEG, ips []net.IP) *controllers.PodReconciler {
+func (a *Agent) podReconciler(rec record.EventRecorder, pleg *runtime.PLEG, ips []net.IP) *podlifecycle.Reconciler {
 	cfg, mgr := a.cfg, a.mgr
 	kc := &cfg.Kubelet
 	hostIPs := make([]string, 0, len(ips))
 	for _, ip := range ips {
 		hostIPs = append(hostIPs, ip.String())
 	}
-	r := &controllers.PodReconciler{
+	r := &podlifecycle.Reconciler{
 		Client: mgr.GetClient(), Runtime: a.cri, PLEG: pleg, Recorder: rec, Clock: a.clock(),
-		Secrets:  controllers.APIObjects{Reader: mgr.GetAPIReader()},
+		Secrets:  podlifecycle.APIObjects{Reader: mgr.GetAPIReader()},
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, HostIPs: hostIPs,
 		Sandbox: runtime.SandboxOptions{
 			ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, ResolvConf: derefString(kc.ResolverConfig),
@@ -170,7 +171,7 @@ func (a *Agent) podReconciler(rec record.EventRecorder, pleg *runtime.PLEG, ips 
 
 // volumes is the volume manager: Secrets and ConfigMaps are read by name straight from the API (kept 10 s),
 // service account tokens come from the TokenRequest API — all that the Node authorizer allows a node.
-func (a *Agent) volumes(pods *controllers.PodReconciler) *volumes.Manager {
+func (a *Agent) volumes(pods *podlifecycle.Reconciler) *volumes.Manager {
 	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
 	if !a.standalone {
 		m.Objects = &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(),
