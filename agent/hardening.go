@@ -35,7 +35,7 @@ func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*podlifecycle.Sys
 // hardening wires the pod cgroups (podPidsLimit) and the image pull credential verification into the pod
 // controller, each only where it applies (a nil pointer must not become a non-nil interface). A simulated
 // node has neither: it makes no cgroups and keeps no records on disk.
-func (a *Agent) hardening(pods *podlifecycle.Reconciler, connector *runtime.Connector) error {
+func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector) error {
 	if a.opts.Simulation != nil {
 		return nil
 	}
@@ -44,14 +44,14 @@ func (a *Agent) hardening(pods *podlifecycle.Reconciler, connector *runtime.Conn
 		return err
 	}
 	if cg != nil {
-		pods.PodCgroups = cg
+		deps.PodCgroups = cg
 	}
 	records, err := a.pullRecords(connector)
 	if err != nil {
 		return err
 	}
 	if records != nil {
-		pods.PullRecords = records
+		deps.PullRecords = records
 	}
 	return nil
 }

@@ -81,12 +81,12 @@ func (r *Reconciler) resetPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 		log.V(1).Info("Removing container before pod restarts", "container", c.Name, "containerID", c.ID)
 		if rs.kill {
 			spec, _ := podrules.FindContainer(pod, c.Name)
-			r.Recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", "killing")
-			if err := r.Runtime.StopContainer(ctx, c.ID, resetStopTimeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			r.recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", "killing")
+			if err := r.cri.StopContainer(ctx, c.ID, resetStopTimeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				return fmt.Errorf("stop container %s for RestartAllContainers: %w", c.Name, err)
 			}
 		}
-		if err := r.Runtime.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		if err := r.cri.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return fmt.Errorf("remove container %s for RestartAllContainers: %w", c.Name, err)
 		}
 	}
@@ -121,7 +121,7 @@ var logFileName = regexp.MustCompile(`^(\d+)\.log(\..*)?`)
 // containerLogDir is the directory of a container's log files; "" when an identifier cannot be part of a
 // path (the container's config then fails with that error).
 func (r *Reconciler) containerLogDir(pod *corev1.Pod, name string) string {
-	dir, err := runtime.ContainerLogDir(r.Sandbox.PodLogsDir, pod, name)
+	dir, err := runtime.ContainerLogDir(r.sandboxOpts.PodLogsDir, pod, name)
 	if err != nil {
 		return ""
 	}

@@ -16,11 +16,11 @@ const reasonFailedCreatePodContainer = "FailedCreatePodContainer"
 // before the sandbox runs. A failure is reported as the kubelet reports it, and the sandbox waits.
 func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig) bool {
 	parent := cfg.GetLinux().GetCgroupParent()
-	if r.PodCgroups == nil || parent == "" {
+	if parent == "" {
 		return true
 	}
-	if err := r.PodCgroups.Ensure(parent); err != nil {
-		r.Recorder.Eventf(podRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
+	if err := r.podCgroups.Ensure(parent); err != nil {
+		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to ensure that the pod's cgroups exist and are correctly applied")
 		return false
 	}
@@ -30,10 +30,7 @@ func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *
 // removePodCgroup removes the pod's cgroup once its sandboxes are gone. One the runtime still fills is
 // left to housekeeping.
 func (r *Reconciler) removePodCgroup(ctx context.Context, uid types.UID) {
-	if r.PodCgroups == nil {
-		return
-	}
-	if err := r.PodCgroups.Remove(uid); err != nil {
+	if err := r.podCgroups.Remove(uid); err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Pod cgroup not removed yet", "podUID", uid, "err", err.Error())
 	}
 }
@@ -42,14 +39,11 @@ func (r *Reconciler) removePodCgroup(ctx context.Context, uid types.UID) {
 // runtime (the empty cgroups the runtime leaves behind, in every hierarchy).
 func (h *housekeeping) removeOrphanedCgroups(ctx context.Context, desired, inRuntime map[types.UID]bool) {
 	r := h.r
-	if r.PodCgroups == nil {
-		return
-	}
-	for _, uid := range r.PodCgroups.List() {
+	for _, uid := range r.podCgroups.List() {
 		if desired[uid] || inRuntime[uid] || r.known(uid) {
 			continue
 		}
-		if err := r.PodCgroups.Remove(uid); err != nil {
+		if err := r.podCgroups.Remove(uid); err != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("Orphaned pod cgroup not removed", "podUID", uid, "err", err.Error())
 		}
 	}

@@ -20,7 +20,7 @@ import (
 
 // cgroupLog records what the pod reconciler asks of the pod cgroups and the runtime, in order.
 type cgroupLog struct {
-	podRuntime
+	Runtime
 	mu        sync.Mutex
 	log       []string
 	ensureErr error
@@ -61,10 +61,8 @@ func cgroupReconciler(t *testing.T, cg *cgroupLog) (*Reconciler, *record.FakeRec
 	t.Helper()
 	rec := record.NewFakeRecorder(10)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
-	r := &Reconciler{Runtime: cg, PodCgroups: cg, Recorder: rec, Clock: clk, RootDir: t.TempDir(),
-		Sandbox: runtime.SandboxOptions{CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/", PodLogsDir: t.TempDir()}}
-	r.sandbox = newBackoff(clk, time.Second, backoffMax)
-	r.metrics = newPodMetrics(nil)
+	r := newTestReconciler(t, Deps{Runtime: cg, PodCgroups: cg, Recorder: rec, Clock: clk},
+		Options{Sandbox: runtime.SandboxOptions{CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/", PodLogsDir: t.TempDir()}})
 	return r, rec
 }
 

@@ -2,16 +2,9 @@ package podlifecycle
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodelet/nodelet/podrules"
 )
-
-// eventRecorder is the part of client-go's record.EventRecorder the controllers use.
-type eventRecorder interface {
-	Event(object runtime.Object, eventtype, reason, message string)
-	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
-}
 
 // podRef references a pod in events.
 func podRef(pod *corev1.Pod) *corev1.ObjectReference {

@@ -37,11 +37,11 @@ func (r *Reconciler) runPostStart(w *podWorker, pod *corev1.Pod, c *corev1.Conta
 		delete(w.postStart, id)
 		r.mu.Unlock()
 		if err != nil {
-			r.Recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
+			r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
 			ctrl.Log.WithName("hooks").Info("PostStart hook failed", "pod", w.key, "container", c.Name, "err", err.Error(), "output", msg)
 			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
 			r.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
-				message: "FailedPostStartHook"}, r.Clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second), nil)
+				message: "FailedPostStartHook"}, r.clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second), nil)
 		}
 		r.enqueue(w.key)
 	}()
@@ -86,7 +86,7 @@ func (r *Reconciler) runPreStop(ctx context.Context, pod *corev1.Pod, spec *core
 	if err == nil || pod == nil {
 		return
 	}
-	r.Recorder.Event(containerRef(pod, spec), corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+	r.recorder.Event(containerRef(pod, spec), corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
 	ctrl.LoggerFrom(ctx).Info("PreStop hook failed", "container", c.Name, "err", err.Error(), "output", msg)
 }
 
@@ -98,7 +98,7 @@ func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.
 		if d, ok := ctx.Deadline(); ok {
 			timeout = max(time.Until(d), time.Second)
 		}
-		resp, err := r.Runtime.ExecSync(ctx, id, h.Exec.Command, timeout)
+		resp, err := r.cri.ExecSync(ctx, id, h.Exec.Command, timeout)
 		if err != nil {
 			return "", err
 		}
@@ -112,7 +112,7 @@ func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.
 	case h.Sleep != nil:
 		select {
 		case <-ctx.Done():
-		case <-r.Clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		case <-r.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
 		}
 		return "", nil
 	default:
@@ -125,14 +125,14 @@ func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.
 func (r *Reconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
 	host := g.Host
 	if host == "" && pod != nil {
-		st, err := r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		st, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			return err
 		}
 		if len(st.IPs) > 0 {
 			host = st.IPs[0]
-		} else if len(r.HostIPs) > 0 {
-			host = r.HostIPs[0]
+		} else if len(r.hostIPs) > 0 {
+			host = r.hostIPs[0]
 		}
 	}
 	port, err := podrules.ResolvePort(g.Port, c)

@@ -25,7 +25,7 @@ type housekeeping struct{ r *Reconciler }
 
 // Start runs housekeeping until ctx ends.
 func (h *housekeeping) Start(ctx context.Context) error {
-	t := h.r.Clock.NewTicker(housekeepingPeriod)
+	t := h.r.clock.NewTicker(housekeepingPeriod)
 	defer t.Stop()
 	for {
 		select {
@@ -44,40 +44,36 @@ func (h *housekeeping) run(ctx context.Context) {
 		return // the cache or a static pod source has not been read yet
 	}
 	inRuntime := map[types.UID]bool{}
-	if r.PLEG != nil {
-		for _, p := range r.PLEG.Pods() {
-			inRuntime[p.UID] = true
-			if !desired[p.UID] && !r.known(p.UID) {
-				r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-			}
+	for _, p := range r.pleg.Pods() {
+		inRuntime[p.UID] = true
+		if !desired[p.UID] && !r.known(p.UID) {
+			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 	}
 	h.removeOrphanedDirs(ctx, desired, inRuntime)
 	h.removeOrphanedCgroups(ctx, desired, inRuntime)
 	r.enqueueOverwritten(ctx)
 	r.crash.GC()
-	r.sandbox.GC()
+	r.sandboxBackoff.GC()
 }
 
 // desiredUIDs are the UIDs of the pods the API binds to this node.
 func (r *Reconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
 	out := map[types.UID]bool{}
-	if r.Static != nil {
-		for _, p := range r.Static.List() {
-			out[p.UID] = true
-		}
+	for _, p := range r.static.List() {
+		out[p.UID] = true
 	}
-	if r.Client == nil {
+	if r.client == nil {
 		return out
 	}
 	pods := &corev1.PodList{}
 	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
 	defer cancel()
-	if err := r.Client.List(lctx, pods); err != nil {
+	if err := r.client.List(lctx, pods); err != nil {
 		return nil
 	}
 	for i := range pods.Items {
-		if pods.Items[i].Spec.NodeName == r.NodeName {
+		if pods.Items[i].Spec.NodeName == r.nodeName {
 			out[pods.Items[i].UID] = true
 		}
 	}
@@ -88,13 +84,13 @@ func (r *Reconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
 // wrote it, so that the agent writes its own back (the kubelet's status manager reconciles statuses with
 // the API's copies the same way): status-only updates do not trigger a sync by themselves.
 func (r *Reconciler) enqueueOverwritten(ctx context.Context) {
-	if r.Client == nil {
+	if r.client == nil {
 		return
 	}
 	pods := &corev1.PodList{}
 	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
 	defer cancel()
-	if err := r.Client.List(lctx, pods); err != nil {
+	if err := r.client.List(lctx, pods); err != nil {
 		return
 	}
 	writes := r.lastWrites()
@@ -133,10 +129,10 @@ func (r *Reconciler) known(uid types.UID) bool {
 // runtime. Directories with something mounted below them are left for volume teardown.
 func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntime map[types.UID]bool) {
 	r := h.r
-	if r.RootDir == "" {
+	if r.rootDir == "" {
 		return
 	}
-	entries, err := os.ReadDir(filepath.Join(r.RootDir, "pods"))
+	entries, err := os.ReadDir(filepath.Join(r.rootDir, "pods"))
 	if err != nil {
 		return
 	}
@@ -145,16 +141,14 @@ func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntim
 		if !e.IsDir() || desired[uid] || inRuntime[uid] || r.known(uid) {
 			continue
 		}
-		dir, err := runtime.PodDir(r.RootDir, uid)
+		dir, err := runtime.PodDir(r.rootDir, uid)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Leaving a pod directory alone", "podUID", uid)
 			continue
 		}
-		if r.Volumes != nil {
-			if err := r.Volumes.TearDown(ctx, uid); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Failed to tear down volumes of an orphaned pod", "podUID", uid)
-				continue
-			}
+		if err := r.volumes.TearDown(ctx, uid); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to tear down volumes of an orphaned pod", "podUID", uid)
+			continue
 		}
 		if hasMounts(dir) {
 			continue

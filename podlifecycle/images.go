@@ -18,15 +18,6 @@ import (
 	"github.com/nodelet/nodelet/podstatus"
 )
 
-// pullRecorder verifies images already on the node against a pod's pull credentials and records the
-// pulls that make them usable (imagepull.Manager; the KubeletEnsureSecretPulledImages feature).
-type pullRecorder interface {
-	MustPull(ctx context.Context, image, imageRef string, podSecrets func() ([]imagepull.Secret, error)) (bool, error)
-	RecordPullIntent(image string) error
-	RecordPulled(ctx context.Context, image, imageRef string, creds *kubeletconfigv1beta1.ImagePullCredentials)
-	RecordPullFailed(ctx context.Context, image string)
-}
-
 // pullCredentials are a pod's credentials for one image: the first pull secret matching the image's
 // registry (auth, from source) is used to pull; every matching one (secrets) may show that an image
 // already on the node was pulled with credentials the pod holds.
@@ -51,12 +42,6 @@ func (c pullCredentials) id() string {
 		return ""
 	}
 	return strings.Join([]string{c.source.Namespace, c.source.Name, c.source.UID, c.source.CredentialHash}, "/")
-}
-
-// imageService is what the image puller asks of the runtime.
-type imageService interface {
-	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (*runtimeapi.Image, error)
-	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error)
 }
 
 // The kubelet's image reasons.
@@ -89,13 +74,13 @@ type pull struct {
 // pulled again with the pod's credentials, or refused under imagePullPolicy Never), and each pull is
 // recorded with the credentials it used.
 type imagePuller struct {
-	images   imageService
+	images   ImageService
 	clock    clock.Clock
 	backoff  *backoff
 	sem      chan struct{}
 	notify   func(podKey string)
-	recorder eventRecorder
-	records  pullRecorder // nil: images on the node are used without verification
+	recorder EventRecorder
+	records  PullRecorder // nil: images on the node are used without verification
 
 	mu       sync.Mutex
 	inflight map[string]*pull           // by pull key (image, and with records the credentials)
@@ -103,7 +88,7 @@ type imagePuller struct {
 	results  map[string]*pull           // finished pulls by pod key + image, collected by Ensure
 }
 
-func newImagePuller(images imageService, clk clock.Clock, parallel int, rec eventRecorder, records pullRecorder, notify func(string)) *imagePuller {
+func newImagePuller(images ImageService, clk clock.Clock, parallel int, rec EventRecorder, records PullRecorder, notify func(string)) *imagePuller {
 	if parallel <= 0 {
 		parallel = 1
 	}

@@ -1,56 +1,10 @@
 package podlifecycle
 
 import (
-	"context"
-
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// podClient is the API access the Pod reconciler needs: pods from the node-scoped cache, status patches
-// and deletes.
-type podClient = client.Client
-
-// secretGetter fetches the Secrets and ConfigMaps a pod references, by name (a node may not list them).
-type secretGetter interface {
-	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
-	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
-	RuntimeHandler(ctx context.Context, runtimeClassName string) (string, error)
-}
-
-// APIObjects reads Secrets and ConfigMaps by name straight from the API (no cache, no list/watch).
-type APIObjects struct{ Reader client.Reader }
-
-// GetConfigMap gets a ConfigMap by name.
-func (a APIObjects) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	cm := &corev1.ConfigMap{}
-	if err := a.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cm); err != nil {
-		return nil, err
-	}
-	return cm, nil
-}
-
-// GetSecret gets a Secret by name.
-func (a APIObjects) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	if err := a.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// RuntimeHandler returns the CRI handler of a RuntimeClass, read by name.
-func (a APIObjects) RuntimeHandler(ctx context.Context, name string) (string, error) {
-	rc := &nodev1.RuntimeClass{}
-	if err := a.Reader.Get(ctx, types.NamespacedName{Name: name}, rc); err != nil {
-		return "", err
-	}
-	return rc.Handler, nil
-}
 
 // podMetrics are the kubelet's pod metrics that nodelet records.
 type podMetrics struct {
@@ -91,11 +45,8 @@ func (r *Reconciler) RegisterMetrics(reg prometheus.Registerer) {
 
 // countRunning counts ready sandboxes or running containers in the last relist.
 func (r *Reconciler) countRunning(containers bool) int {
-	if r.PLEG == nil {
-		return 0
-	}
 	n := 0
-	for _, p := range r.PLEG.Pods() {
+	for _, p := range r.pleg.Pods() {
 		if containers {
 			for _, c := range p.Containers {
 				if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -125,5 +76,5 @@ func (r *Reconciler) observeStart(w *podWorker, pod *corev1.Pod, st *corev1.PodS
 		}
 	}
 	w.startObserved = true
-	r.metrics.startSLI.Observe(r.Clock.Since(pod.CreationTimestamp.Time).Seconds())
+	r.metrics.startSLI.Observe(r.clock.Since(pod.CreationTimestamp.Time).Seconds())
 }

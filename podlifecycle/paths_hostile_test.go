@@ -32,7 +32,7 @@ func newHostileBed(t *testing.T) *hostileBed {
 			t.Fatal(err)
 		}
 	}
-	b.r = &Reconciler{RootDir: filepath.Join(base, "root"), Sandbox: runtime.SandboxOptions{PodLogsDir: filepath.Join(base, "logs")}}
+	b.r = newTestReconciler(t, Deps{}, Options{RootDir: filepath.Join(base, "root"), Sandbox: runtime.SandboxOptions{PodLogsDir: filepath.Join(base, "logs")}})
 	return b
 }
 
@@ -59,8 +59,8 @@ func (b *hostileBed) unchanged(t *testing.T, what string) {
 // inside the bed, so that trying to remove them is harmless even if the validation regressed.
 func (b *hostileBed) contained(w *podWorker) bool {
 	for _, p := range []string{
-		filepath.Join(b.r.RootDir, "pods", string(w.uid)),
-		filepath.Join(b.r.Sandbox.PodLogsDir, w.key.Namespace+"_"+w.key.Name+"_"+string(w.uid)),
+		filepath.Join(b.r.rootDir, "pods", string(w.uid)),
+		filepath.Join(b.r.sandboxOpts.PodLogsDir, w.key.Namespace+"_"+w.key.Name+"_"+string(w.uid)),
 	} {
 		rel, err := filepath.Rel(b.base, p)
 		if err != nil || !filepath.IsLocal(rel) {
@@ -74,7 +74,7 @@ func (b *hostileBed) contained(w *podWorker) bool {
 // namespace or name, is removed without touching anything outside the agent's directories.
 func TestRemovePodNeverLeavesItsRoots(t *testing.T) {
 	b := newHostileBed(t)
-	toVictim, err := filepath.Rel(filepath.Join(b.r.RootDir, "pods"), b.victim)
+	toVictim, err := filepath.Rel(filepath.Join(b.r.rootDir, "pods"), b.victim)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ type dockerAuth struct {
 // Missing or malformed secrets are skipped, as in the kubelet (a pull then goes anonymous).
 func (r *Reconciler) pullCredentials(ctx context.Context, pod *corev1.Pod, image string) pullCredentials {
 	var out pullCredentials
-	if len(pod.Spec.ImagePullSecrets) == 0 || r.Secrets == nil {
+	if len(pod.Spec.ImagePullSecrets) == 0 || r.secrets == nil {
 		return out
 	}
 	named, err := reference.ParseNormalizedNamed(image)
@@ -44,7 +44,7 @@ func (r *Reconciler) pullCredentials(ctx context.Context, pod *corev1.Pod, image
 	}
 	domain := reference.Domain(named)
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, err := r.Secrets.GetSecret(ctx, pod.Namespace, ref.Name)
+		s, err := r.secrets.GetSecret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Info("Unable to retrieve pull secret, the image pull may not succeed", "secret", ref.Name, "err", err.Error())
 			continue

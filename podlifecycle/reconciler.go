@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -26,61 +26,8 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
-
-// podRuntime is what the Pod reconciler asks of the container runtime.
-type podRuntime interface {
-	imageService
-	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
-	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
-	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, handler string) (string, error)
-	StopPodSandbox(ctx context.Context, id string) error
-	RemovePodSandbox(ctx context.Context, id string) error
-	CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
-	StartContainer(ctx context.Context, id string) error
-	StopContainer(ctx context.Context, id string, timeout int64) error
-	RemoveContainer(ctx context.Context, id string) error
-	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
-}
-
-// proberManager is what the Pod reconciler asks of the probes.
-type proberManager interface {
-	probeResults
-	Sync(pod *corev1.Pod, podIPs []string, containers []probes.ContainerInfo)
-	RemovePod(uid types.UID)
-	Ready(containerID string) (ready, known bool)
-}
-
-// podCgroups is what the Pod reconciler asks of the pod cgroups (podcgroups.Manager).
-type podCgroups interface {
-	Ensure(parent string) error
-	Remove(uid types.UID) error
-	List() []types.UID
-}
-
-// volumeManager is what the Pod reconciler asks of the volume manager.
-type volumeManager interface {
-	SetUp(ctx context.Context, pod *corev1.Pod) []error
-	Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]string) ([]*runtimeapi.Mount, error)
-	Ready(uid types.UID) bool
-	TearDown(ctx context.Context, uid types.UID) error
-}
-
-// staticStore is what the Pod reconciler asks of the static pod store.
-type staticStore interface {
-	Get(key types.NamespacedName) (*corev1.Pod, bool)
-	List() []*corev1.Pod
-	Source() source.Source
-	SeenSources(kinds ...string) bool
-}
-
-// relistedPods is what the reconciler asks of the PLEG: the pods the runtime holds, and its events.
-type relistedPods interface {
-	Pods() []runtime.RelistedPod
-	Source() source.Source
-}
 
 // Reconciler runs the pods bound to this node: the kubelet's pod workers, SyncPod, SyncTerminatingPod
 // and SyncTerminatedPod on controller-runtime. The workqueue key is the pod's namespace/name, so one key
@@ -88,55 +35,38 @@ type relistedPods interface {
 // their grace period, lifecycle hooks — runs in the background and enqueues the pod when it ends, so a
 // 30 s grace period or a slow pull never holds up another pod.
 type Reconciler struct {
-	Client   podClient
-	Runtime  podRuntime
-	PLEG     relistedPods
-	Recorder eventRecorder
-	Clock    clock.WithTicker
-	Secrets  secretGetter
-	// Probes runs the containers' probes (nil: none).
-	Probes proberManager
-	// Volumes prepares and tears down pods' volumes (nil: pods get no volume mounts).
-	Volumes volumeManager
-	// Services are the cluster's Services, for service environment variables (nil: none, standalone mode).
-	Services serviceLister
-	// Static holds the static pods (nil: none); StaticKinds are its configured sources ("file", "http").
-	// Client may be nil in standalone mode (no API server).
-	Static      staticStore
-	StaticKinds []string
+	// Built by New from Deps and Options; optional dependencies not given are no-ops, never nil.
+	client         client.Client // nil in standalone mode
+	cri            Runtime
+	pleg           RelistedPods
+	recorder       EventRecorder
+	clock          clock.WithTicker
+	secrets        Objects                                         // nil in standalone mode
+	node           func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode
+	probes         Prober
+	volumes        Volumes
+	services       ServiceLister
+	static         StaticPods
+	staticKinds    []string
+	podCgroups     PodCgroups
+	nodeName       string
+	rootDir        string
+	hostIPs        []string
+	sandboxOpts    runtime.SandboxOptions
+	maxWorkers     int
+	resyncPeriod   time.Duration
+	sysctls        *SysctlAllowlist
+	seccompDefault bool
 
-	NodeName string
-	RootDir  string
-	HostIPs  []string
-	Sandbox  runtime.SandboxOptions
-	// Workers bounds the pods synced at once (MaxConcurrentReconciles).
-	Workers int
-	// ImagePulls bounds the image pulls running at once.
-	ImagePulls int
-	// ResyncPeriod is how often a pod is synced without a trigger (the kubelet's syncFrequency).
-	ResyncPeriod time.Duration
-	// NodeAllocatable returns the resources pods may use (for admission and resourceFieldRef defaults).
-	Node func(ctx context.Context) (*corev1.Node, error)
-	// Sysctls are the sysctls pods may set (nil: the safe sysctls of any kernel).
-	Sysctls *SysctlAllowlist
-	// SeccompDefault is seccompDefault: containers that name no seccomp profile run RuntimeDefault.
-	SeccompDefault bool
-	// PodCgroups makes a pod's cgroup with podPidsLimit before its sandbox runs and removes it with the
-	// pod (nil: the runtime alone makes pod cgroups).
-	PodCgroups podCgroups
-	// PullRecords checks images already on the node against a pod's pull credentials and records pulls
-	// (imagePullCredentialsVerificationPolicy; nil: KubeletEnsureSecretPulledImages is off).
-	PullRecords pullRecorder
-
-	mu      sync.Mutex
-	workers map[types.UID]*podWorker
-	byKey   map[types.NamespacedName]map[types.UID]bool
-	wake    chan event.GenericEvent
-	puller  *imagePuller
-	crash   *backoff
-	sandbox *backoff
-	metrics *podMetrics
-	rtName  string
+	mu             sync.Mutex
+	workers        map[types.UID]*podWorker
+	byKey          map[types.NamespacedName]map[types.UID]bool
+	wake           chan event.GenericEvent
+	puller         *imagePuller
+	crash          *backoff
+	sandboxBackoff *backoff
+	metrics        *podMetrics
+	rtName         string
 }
 
 // Run runs the pod controller until ctx ends, with the PLEG, completions of background work, the static
@@ -144,23 +74,16 @@ type Reconciler struct {
 // Runnable: a manager starts its runnables only once its caches have synced, and static pods must run
 // before — and without — an API server.
 func (r *Reconciler) Run(ctx context.Context, sources ...source.Source) error {
-	r.init()
 	c, err := controller.NewTypedUnmanaged[reconcile.Request]("pod", controller.TypedOptions[reconcile.Request]{
 		Reconciler:              r,
-		MaxConcurrentReconciles: max(r.Workers, 1),
+		MaxConcurrentReconciles: r.maxWorkers,
 		Logger:                  ctrl.LoggerFrom(ctx),
 		SkipNameValidation:      ptr.To(true),
 	})
 	if err != nil {
 		return err
 	}
-	all := append([]source.Source{source.Channel(r.wake, &handler.EnqueueRequestForObject{})}, sources...)
-	if r.PLEG != nil {
-		all = append(all, r.PLEG.Source())
-	}
-	if r.Static != nil {
-		all = append(all, r.Static.Source())
-	}
+	all := append([]source.Source{source.Channel(r.wake, &handler.EnqueueRequestForObject{}), r.pleg.Source(), r.static.Source()}, sources...)
 	for _, src := range all {
 		if err := c.Watch(src); err != nil {
 			return err
@@ -202,21 +125,6 @@ func APIPodSource(c cache.Cache) source.Source {
 		})
 		return err
 	})
-}
-
-func (r *Reconciler) init() {
-	r.workers = map[types.UID]*podWorker{}
-	r.byKey = map[types.NamespacedName]map[types.UID]bool{}
-	r.wake = make(chan event.GenericEvent, 1024)
-	r.puller = newImagePuller(r.Runtime, r.Clock, r.ImagePulls, r.Recorder, r.PullRecords, r.enqueueKey)
-	r.crash = newBackoff(r.Clock, backoffInitial, backoffMax)
-	r.sandbox = newBackoff(r.Clock, time.Second, backoffMax)
-	if r.metrics == nil {
-		r.metrics = newPodMetrics(nil)
-	}
-	if r.ResyncPeriod <= 0 {
-		r.ResyncPeriod = time.Minute
-	}
 }
 
 // podSpecChanged passes creations, deletions and updates that change what should run (spec generation,
@@ -294,8 +202,8 @@ func splitKey(key string) (string, string) {
 // Reconcile converges everything the node runs under one pod name: old UIDs under that name are torn
 // down first, then the desired pod is synced, terminated or finished.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start := r.Clock.Now()
-	defer func() { r.metrics.workerDuration.Observe(r.Clock.Since(start).Seconds()) }()
+	start := r.clock.Now()
+	defer func() { r.metrics.workerDuration.Observe(r.clock.Since(start).Seconds()) }()
 	desired, err := r.desiredPod(ctx, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -331,24 +239,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // desiredPod is the pod the API says should run under key, or nil.
 func (r *Reconciler) desiredPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
-	if r.Static != nil {
-		if pod, ok := r.Static.Get(key); ok {
-			return pod, nil
-		}
+	if pod, ok := r.static.Get(key); ok {
+		return pod, nil
 	}
-	if r.Client == nil {
+	if r.client == nil {
 		return nil, nil
 	}
 	pod := &corev1.Pod{}
 	gctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
 	defer cancel()
-	if err := r.Client.Get(gctx, key, pod); err != nil {
+	if err := r.client.Get(gctx, key, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
 	}
-	if pod.Spec.NodeName != r.NodeName || podrules.IsMirrorPod(pod) {
+	if pod.Spec.NodeName != r.nodeName || podrules.IsMirrorPod(pod) {
 		return nil, nil // a mirror pod only reflects a static pod; it never runs by itself
 	}
 	return pod, nil
@@ -378,7 +284,7 @@ func (r *Reconciler) runtimeName(ctx context.Context) string {
 	if name != "" {
 		return name
 	}
-	v, err := r.Runtime.Version(ctx)
+	v, err := r.cri.Version(ctx)
 	if err != nil {
 		return "containerd"
 	}
@@ -393,5 +299,5 @@ func (r *Reconciler) Enqueue(key types.NamespacedName) { r.enqueue(key) }
 
 // staticSeen reports whether every configured static pod source has been read at least once.
 func (r *Reconciler) staticSeen() bool {
-	return r.Static == nil || r.Static.SeenSources(r.StaticKinds...)
+	return r.static.SeenSources(r.staticKinds...)
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // imageUserRuntime answers ImageStatus with an image that names no user.
-type imageUserRuntime struct{ podRuntime }
+type imageUserRuntime struct{ Runtime }
 
 func (imageUserRuntime) ImageStatus(context.Context, *runtimeapi.ImageSpec) (*runtimeapi.Image, error) {
 	return &runtimeapi.Image{Id: "sha256:x"}, nil
@@ -37,7 +37,7 @@ func TestContainerConfigCarriesTheSeccompSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Reconciler{Runtime: imageUserRuntime{}, RootDir: root, SeccompDefault: tt.seccompDefault}
+			r := newTestReconciler(t, Deps{Runtime: imageUserRuntime{}}, Options{RootDir: root, SeccompDefault: tt.seccompDefault})
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "1234-abcd"},
 				Spec: corev1.PodSpec{EnableServiceLinks: ptr.To(false), SecurityContext: &corev1.PodSecurityContext{SeccompProfile: tt.profile},
 					Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}

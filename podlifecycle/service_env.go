@@ -14,14 +14,6 @@ import (
 	"github.com/nodelet/nodelet/runtime"
 )
 
-// serviceLister is what the Pod reconciler asks of the cluster's Services, for service environment
-// variables.
-type serviceLister interface {
-	// HasSynced tells whether the Services have been listed at least once.
-	HasSynced() bool
-	ListServices(ctx context.Context) ([]corev1.Service, error)
-}
-
 // The kubelet's messages when it cannot build a container's service variables.
 var (
 	errNilServiceLinks   = errors.New("nil pod.spec.enableServiceLinks encountered, cannot construct envvars")
@@ -36,16 +28,13 @@ func (r *Reconciler) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[strin
 	if pod.Spec.EnableServiceLinks == nil {
 		return nil, errNilServiceLinks
 	}
-	if r.Services == nil {
-		return nil, nil
-	}
-	if !r.Services.HasSynced() {
+	if !r.services.HasSynced() {
 		if podrules.IsStaticPod(pod) {
 			return nil, nil
 		}
 		return nil, errServicesNotSynced
 	}
-	services, err := r.Services.ListServices(ctx)
+	services, err := r.services.ListServices(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
 	}
@@ -84,12 +73,12 @@ func (s *APIServices) ListServices(ctx context.Context) ([]corev1.Service, error
 // reportMissingClusterDNS records the kubelet's MissingClusterDNS warnings, on the node and on the pod,
 // when a ClusterFirst pod falls back to the Default DNS policy because the node has no clusterDNS.
 func (r *Reconciler) reportMissingClusterDNS(pod *corev1.Pod) {
-	if !runtime.MissingClusterDNS(pod, r.Sandbox) {
+	if !runtime.MissingClusterDNS(pod, r.sandboxOpts) {
 		return
 	}
 	const msg = `kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
-	node := &corev1.ObjectReference{Kind: "Node", Name: r.NodeName, UID: types.UID(r.NodeName)}
-	r.Recorder.Event(node, corev1.EventTypeWarning, "MissingClusterDNS", msg)
-	r.Recorder.Eventf(podRef(pod), corev1.EventTypeWarning, "MissingClusterDNS", "pod: %q. %s",
+	node := &corev1.ObjectReference{Kind: "Node", Name: r.nodeName, UID: types.UID(r.nodeName)}
+	r.recorder.Event(node, corev1.EventTypeWarning, "MissingClusterDNS", msg)
+	r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, "MissingClusterDNS", "pod: %q. %s",
 		pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")", msg)
 }

@@ -38,7 +38,7 @@ func TestServiceEnvGate(t *testing.T) {
 	staticPod.Annotations = map[string]string{podrules.ConfigSourceAnnotation: podrules.ConfigSourceFile}
 	tests := []struct {
 		name     string
-		services serviceLister // nil: standalone
+		services ServiceLister // nil: standalone
 		pod      *corev1.Pod
 		wantHost string
 		wantErr  string
@@ -53,7 +53,7 @@ func TestServiceEnvGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Reconciler{Services: tt.services}
+			r := newTestReconciler(t, Deps{Services: tt.services}, Options{})
 			env, err := r.serviceEnv(context.Background(), tt.pod)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -97,7 +97,7 @@ func TestReportMissingClusterDNS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			r := &Reconciler{Recorder: rec, NodeName: "n1", Sandbox: runtime.SandboxOptions{ClusterDNS: tt.clusterDNS}}
+			r := newTestReconciler(t, Deps{Recorder: rec}, Options{NodeName: "n1", Sandbox: runtime.SandboxOptions{ClusterDNS: tt.clusterDNS}})
 			r.reportMissingClusterDNS(tt.pod)
 			close(rec.Events)
 			var got []string

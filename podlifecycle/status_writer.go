@@ -46,15 +46,12 @@ func (r *Reconciler) waitingSnapshot(w *podWorker) map[string]podstatus.Waiting 
 func (r *Reconciler) computeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, api *corev1.PodStatus, st *runtime.PodStatus) corev1.PodStatus {
 	in := podstatus.Input{
 		API: api,
-		Pod: pod, Runtime: st, Waiting: r.waitingSnapshot(w), HostIPs: r.HostIPs, Override: w.override,
+		Pod: pod, Runtime: st, Waiting: r.waitingSnapshot(w), HostIPs: r.hostIPs, Override: w.override,
 		Terminating: w.stage() >= terminating, Terminated: w.stage() == terminated,
-		RuntimeName: r.runtimeName(ctx), Now: r.Clock.Now(),
+		RuntimeName: r.runtimeName(ctx), Now: r.clock.Now(), Ready: r.probes.Ready, Started: r.probes.Started,
 		TerminationMessage: func(c *runtime.ContainerStatus) string {
 			return runtime.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)
 		},
-	}
-	if r.Probes != nil {
-		in.Ready, in.Started = r.Probes.Ready, r.Probes.Started
 	}
 	if w.lastStatus != nil {
 		p := pod.DeepCopy()
@@ -98,7 +95,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 	}
 	obj := &corev1.Pod{}
 	obj.Namespace, obj.Name = target.Namespace, target.Name
-	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+	if err := r.client.Status().Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return result{}, nil // the object is gone; its runtime state is cleaned up as an orphan
 		}
@@ -137,7 +134,7 @@ func (s *statusWrite) overwritten(obj *corev1.Pod) bool {
 // statusTarget is the API object that carries the pod's status: the pod itself, or for a static pod its
 // mirror pod (nil when there is none yet, or no API server).
 func (r *Reconciler) statusTarget(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
-	if r.Client == nil {
+	if r.client == nil {
 		return nil
 	}
 	if !podrules.IsStaticPod(pod) {
@@ -146,7 +143,7 @@ func (r *Reconciler) statusTarget(ctx context.Context, pod *corev1.Pod) *corev1.
 	mirror := &corev1.Pod{}
 	gctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
 	defer cancel()
-	if err := r.Client.Get(gctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, mirror); err != nil {
+	if err := r.client.Get(gctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, mirror); err != nil {
 		return nil
 	}
 	if !podrules.IsMirrorOf(mirror, pod) || mirror.DeletionTimestamp != nil {

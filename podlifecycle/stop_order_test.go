@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -22,7 +21,7 @@ import (
 
 // stopRecorder is a runtime that records stops and lets a test hold a container's stop.
 type stopRecorder struct {
-	podRuntime
+	Runtime
 	mu      sync.Mutex
 	log     []string
 	hold    map[string]chan struct{} // container ID → released when closed
@@ -87,7 +86,7 @@ func TestKillAllStopsSidecarsLastInReverseOrder(t *testing.T) {
 	pod := sidecarPod(portNum)
 	pod.Name, pod.Namespace = "p", "ns"
 	clk := clocktesting.NewFakeClock(time.Now()) // the hook's context deadline is a wall-clock one
-	r := &Reconciler{Runtime: rt, Recorder: record.NewFakeRecorder(100), Clock: clk}
+	r := newTestReconciler(t, Deps{Runtime: rt, Clock: clk}, Options{})
 	kills := []killAction{
 		{container: &runtime.ContainerStatus{ID: "container-redirect", Name: "container-redirect", Kind: runtime.KindSidecar}},
 		{container: &runtime.ContainerStatus{ID: "pod-with-prestop-http-hook", Name: "pod-with-prestop-http-hook", Kind: runtime.KindSidecar}},

@@ -24,7 +24,7 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 	restartAll := r.restartingAllContainers(ctx, w, pod, st)
 	acts := computePodActions(pod, st, r.probeResults(), restartAll)
 	if acts.killPod {
-		r.Recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
 		return r.writeStatus(ctx, w, pod, st)
 	}
@@ -41,7 +41,7 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 			res.merge(wr)
 			return res, errors.Join(err, werr)
 		}
-		if st, err = r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+		if st, err = r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
 			return res, err
 		}
 		acts = computePodActions(pod, st, r.probeResults(), restartAll)
@@ -59,7 +59,7 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 		return res, err
 	}
 	res.requeueAfter(r.deadlineRemaining(w, pod))
-	res.requeueAfter(r.ResyncPeriod)
+	res.requeueAfter(r.resyncPeriod)
 	wr, err := r.writeStatus(ctx, w, pod, st)
 	res.merge(wr)
 	return res, err
@@ -88,7 +88,7 @@ func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *core
 	for _, s := range start {
 		res.merge(r.startContainer(ctx, w, pod, sb.Id, sbCfg, st, s))
 	}
-	if st, err = r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+	if st, err = r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
 		return st, err
 	}
 	r.syncProbes(pod, st)
@@ -97,7 +97,7 @@ func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *core
 
 func (r *Reconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	r.reportMissingClusterDNS(pod)
-	cfg, err := runtime.SandboxConfig(pod, attempt, r.Sandbox)
+	cfg, err := runtime.SandboxConfig(pod, attempt, r.sandboxOpts)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox config for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -108,13 +108,13 @@ func (r *Reconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi
 // kubelet does (FailedCreatePodSandBox) and retried with back-off.
 func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, attempt uint32) (bool, time.Duration, error) {
 	bkey := string(pod.UID) + "/sandbox"
-	if wait := r.sandbox.InBackOffSince(bkey, r.Clock.Now()); wait > 0 {
+	if wait := r.sandboxBackoff.InBackOffSince(bkey, r.clock.Now()); wait > 0 {
 		return false, wait, nil
 	}
 	cfg, err := r.sandboxConfig(pod, attempt)
 	if err == nil && !r.ensurePodCgroup(ctx, pod, cfg) {
-		r.sandbox.Next(bkey, r.Clock.Now())
-		return false, r.sandbox.Delay(bkey), nil
+		r.sandboxBackoff.Next(bkey, r.clock.Now())
+		return false, r.sandboxBackoff.Delay(bkey), nil
 	}
 	if err == nil {
 		err = r.makePodDirs(pod, cfg.LogDirectory)
@@ -122,32 +122,32 @@ func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev
 	var handler string
 	if err == nil {
 		handler, err = runtime.RuntimeHandler(pod, func(name string) (string, error) {
-			if r.Secrets == nil {
+			if r.secrets == nil {
 				return "", fmt.Errorf("runtime class %q: no API access", name)
 			}
-			return r.Secrets.RuntimeHandler(ctx, name)
+			return r.secrets.RuntimeHandler(ctx, name)
 		})
 	}
 	var id string
 	if err == nil {
-		start := r.Clock.Now()
-		id, err = r.Runtime.RunPodSandbox(ctx, cfg, handler)
-		r.metrics.sandboxDuration.Observe(r.Clock.Since(start).Seconds())
+		start := r.clock.Now()
+		id, err = r.cri.RunPodSandbox(ctx, cfg, handler)
+		r.metrics.sandboxDuration.Observe(r.clock.Since(start).Seconds())
 	}
 	if err != nil {
-		r.sandbox.Next(bkey, r.Clock.Now())
-		r.Recorder.Eventf(podRef(pod), corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		r.sandboxBackoff.Next(bkey, r.clock.Now())
+		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to create pod sandbox")
-		return false, r.sandbox.Delay(bkey), nil
+		return false, r.sandboxBackoff.Delay(bkey), nil
 	}
-	r.sandbox.Reset(bkey)
+	r.sandboxBackoff.Reset(bkey)
 	ctrl.LoggerFrom(ctx).V(1).Info("Created pod sandbox", "podSandboxID", id, "attempt", attempt)
 	return true, 0, nil
 }
 
 // makePodDirs creates <root>/pods/<uid> and the pod's log directory.
 func (r *Reconciler) makePodDirs(pod *corev1.Pod, logDir string) error {
-	podDir, err := runtime.PodDir(r.RootDir, pod.UID)
+	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	if s.lastExit != nil {
 		key := backoffKey(pod, c)
 		if wait := r.crash.InBackOffSince(key, s.lastExit.FinishedAt); wait > 0 {
-			r.Recorder.Eventf(containerRef(pod, c), corev1.EventTypeWarning, "BackOff",
+			r.recorder.Eventf(containerRef(pod, c), corev1.EventTypeWarning, "BackOff",
 				"Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
 			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf(
 				"back-off %s restarting failed container=%s pod=%s", r.crash.Delay(key), c.Name, formatPod(pod))})
@@ -202,15 +202,15 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	if err != nil {
 		return r.containerFailed(pod, w, c, "CreateContainerConfigError", err, 10*time.Second)
 	}
-	id, err := r.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	id, err := r.cri.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
 		return r.containerFailed(pod, w, c, "CreateContainerError", err, 10*time.Second)
 	}
-	r.Recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
-	if err := r.Runtime.StartContainer(ctx, id); err != nil {
+	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
+	if err := r.cri.StartContainer(ctx, id); err != nil {
 		return r.containerFailed(pod, w, c, "RunContainerError", err, 10*time.Second)
 	}
-	r.Recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
+	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
 	r.metrics.containerStarts.Inc()
 	r.clearWaiting(w, c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
@@ -223,7 +223,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 // and the container waiting with that reason and message.
 func (r *Reconciler) containerFailed(pod *corev1.Pod, w *podWorker, c *corev1.Container, reason string, err error, retry time.Duration) result {
 	msg := err.Error()
-	r.Recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)
+	r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)
 	r.setWaiting(w, c.Name, podstatus.Waiting{Reason: reason, Message: msg})
 	return result{after: retry}
 }
@@ -233,46 +233,42 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	st *runtime.PodStatus, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	podIPs := st.IPs
 	if pod.Spec.HostNetwork {
-		podIPs = r.HostIPs
+		podIPs = r.hostIPs
 	}
 	var nodeAlloc corev1.ResourceList
 	var memCapacity int64
-	if r.Node != nil {
-		if n, err := r.Node(ctx); err == nil {
-			nodeAlloc = n.Status.Allocatable
-			memCapacity = n.Status.Capacity.Memory().Value()
-		}
+	if n, err := r.node(ctx); err == nil {
+		nodeAlloc = n.Status.Allocatable
+		memCapacity = n.Status.Capacity.Memory().Value()
 	}
 	serviceEnv, err := r.serviceEnv(ctx, pod)
 	if err != nil {
 		return nil, err
 	}
 	env, _, err := runtime.MakeEnvironment(ctx, pod, c, runtime.EnvOptions{
-		NodeName: r.NodeName, HostIPs: r.HostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
-	}, r.Secrets)
+		NodeName: r.nodeName, HostIPs: r.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
+	}, r.secrets)
 	if err != nil {
 		return nil, err
 	}
-	var mounts []*runtimeapi.Mount
-	if r.Volumes != nil {
-		envMap := make(map[string]string, len(env))
-		for _, kv := range env {
-			envMap[kv.Key] = string(kv.Value)
-		}
-		if mounts, err = r.Volumes.Mounts(pod, c, envMap); err != nil {
-			return nil, err
-		}
+	envMap := make(map[string]string, len(env))
+	for _, kv := range env {
+		envMap[kv.Key] = string(kv.Value)
+	}
+	mounts, err := r.volumes.Mounts(pod, c, envMap)
+	if err != nil {
+		return nil, err
 	}
 	// The image's user, for runAsNonRoot and the user the container runs as (the kubelet's getImageUser).
-	imageUID, imageUser, err := runtime.LookupImageUser(ctx, r.Runtime, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
+	imageUID, imageUser, err := runtime.LookupImageUser(ctx, r.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
 	if err != nil {
 		return nil, err
 	}
-	podDir, err := runtime.PodDir(r.RootDir, pod.UID)
+	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := runtime.EnsureEtcHosts(podDir, pod, podIPs, r.Sandbox.ClusterDomain)
+	hosts, err := runtime.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +282,7 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	}
 	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
-		SeccompDefault: r.SeccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.RootDir),
+		SeccompDefault: r.seccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.rootDir),
 		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
 		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})
@@ -307,9 +303,6 @@ func targetContainerID(s startAction, st *runtime.PodStatus) (string, error) {
 
 // syncProbes tells the probe workers which containers run now.
 func (r *Reconciler) syncProbes(pod *corev1.Pod, st *runtime.PodStatus) {
-	if r.Probes == nil {
-		return
-	}
 	infos := make([]probes.ContainerInfo, 0, len(st.Containers))
 	seen := map[string]bool{}
 	for _, c := range st.Containers { // newest first: the first attempt of a name is the current one
@@ -322,36 +315,28 @@ func (r *Reconciler) syncProbes(pod *corev1.Pod, st *runtime.PodStatus) {
 	}
 	ips := st.IPs
 	if pod.Spec.HostNetwork {
-		ips = r.HostIPs
+		ips = r.hostIPs
 	}
-	r.Probes.Sync(pod, ips, infos)
+	r.probes.Sync(pod, ips, infos)
 }
 
-// probeResults is the probes' view for computePodActions (nil without probes).
-func (r *Reconciler) probeResults() probeResults {
-	if r.Probes == nil {
-		return nil
-	}
-	return r.Probes
-}
+// probeResults is the probes' view for computePodActions.
+func (r *Reconciler) probeResults() probeResults { return r.probes }
 
 // setUpVolumes prepares (and refreshes) the pod's volumes. Each failure is a FailedMount event — once
 // per distinct message, not on every sync — and the containers wait in ContainerCreating. It returns
 // whether every volume is ready.
 func (r *Reconciler) setUpVolumes(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
-	if r.Volumes == nil {
-		return true
-	}
-	errs := r.Volumes.SetUp(ctx, pod)
+	errs := r.volumes.SetUp(ctx, pod)
 	seen := map[string]bool{}
 	for _, err := range errs {
 		msg := err.Error()
 		seen[msg] = true
 		if !w.mountErrors[msg] {
-			r.Recorder.Event(podRef(pod), corev1.EventTypeWarning, "FailedMount", msg)
+			r.recorder.Event(podRef(pod), corev1.EventTypeWarning, "FailedMount", msg)
 			ctrl.LoggerFrom(ctx).Info("Volume set-up failed", "err", msg)
 		}
 	}
 	w.mountErrors = seen
-	return len(errs) == 0 || r.Volumes.Ready(pod.UID)
+	return len(errs) == 0 || r.volumes.Ready(pod.UID)
 }

@@ -68,7 +68,7 @@ func (r *Reconciler) gracePeriod(w *podWorker, pod *corev1.Pod) int64 {
 func (r *Reconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
 	if w.stage() == terminating {
 		if w.terminatingSince.IsZero() {
-			w.terminatingSince = r.Clock.Now()
+			w.terminatingSince = r.clock.Now()
 		}
 		if running := runningContainers(st); len(running) > 0 {
 			r.ensureKill(ctx, w, pod, running)
@@ -82,7 +82,7 @@ func (r *Reconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1
 	if err := r.teardown(ctx, w, st); err != nil {
 		return result{}, err
 	}
-	st, err := r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	st, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return result{}, err
 	}
@@ -98,7 +98,7 @@ func (r *Reconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1
 // true once nothing of it is left in the runtime.
 func (r *Reconciler) terminateOrphan(ctx context.Context, w *podWorker) (bool, result) {
 	log := ctrl.LoggerFrom(ctx).WithValues("podUID", w.uid)
-	st, err := r.Runtime.GetPodStatus(ctx, w.uid, w.key.Name, w.key.Namespace)
+	st, err := r.cri.GetPodStatus(ctx, w.uid, w.key.Name, w.key.Namespace)
 	if err != nil {
 		log.Error(err, "Failed to read the runtime state of an orphaned pod")
 		return false, result{after: time.Second}
@@ -140,7 +140,7 @@ func runningContainers(st *runtime.PodStatus) []*runtime.ContainerStatus {
 func (r *Reconciler) ensureKill(ctx context.Context, w *podWorker, pod *corev1.Pod, running []*runtime.ContainerStatus) {
 	grace := r.gracePeriod(w, pod)
 	if w.kill != nil && !w.kill.finished() {
-		deadline := r.Clock.Now().Add(time.Duration(grace) * time.Second)
+		deadline := r.clock.Now().Add(time.Duration(grace) * time.Second)
 		if !deadline.Before(w.kill.deadline) {
 			return
 		}
@@ -159,7 +159,7 @@ func (r *Reconciler) ensureKill(ctx context.Context, w *podWorker, pod *corev1.P
 // the sidecars declared after it have stopped (stopOrder). The pod is enqueued when all are stopped.
 func (r *Reconciler) startKill(ctx context.Context, w *podWorker, pod *corev1.Pod, kills []killAction, grace int64) {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	op := &killOp{grace: grace, deadline: r.Clock.Now().Add(time.Duration(grace) * time.Second), cancel: cancel, done: make(chan struct{})}
+	op := &killOp{grace: grace, deadline: r.clock.Now().Add(time.Duration(grace) * time.Second), cancel: cancel, done: make(chan struct{})}
 	w.kill = op
 	go func() {
 		defer close(op.done)
@@ -194,10 +194,10 @@ func (r *Reconciler) killContainer(ctx context.Context, pod *corev1.Pod, k killA
 		msg = "Stopping container " + c.Name
 	}
 	if pod != nil {
-		r.Recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", msg)
+		r.recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", msg)
 	}
 	if k.grace != nil {
-		if d := r.Clock.Now().Add(time.Duration(max(*k.grace, 1)) * time.Second); d.Before(deadline) {
+		if d := r.clock.Now().Add(time.Duration(max(*k.grace, 1)) * time.Second); d.Before(deadline) {
 			deadline = d
 		}
 	}
@@ -207,11 +207,11 @@ func (r *Reconciler) killContainer(ctx context.Context, pod *corev1.Pod, k killA
 		cancel()
 	}
 	defer order.done(c.Name)
-	order.waitForTurn(ctx, r.Clock, c.Name, deadline)
+	order.waitForTurn(ctx, r.clock, c.Name, deadline)
 	// As the kubelet, always leave a container a short window to stop before SIGKILL, even when the
 	// preStop hook or the wait for its turn used up the grace period.
-	remaining := max(int64(deadline.Sub(r.Clock.Now()).Round(time.Second)/time.Second), minStopTimeout)
-	if err := r.Runtime.StopContainer(ctx, c.ID, remaining); err != nil && !errors.Is(err, runtime.ErrNotFound) && ctx.Err() == nil {
+	remaining := max(int64(deadline.Sub(r.clock.Now()).Round(time.Second)/time.Second), minStopTimeout)
+	if err := r.cri.StopContainer(ctx, c.ID, remaining); err != nil && !errors.Is(err, runtime.ErrNotFound) && ctx.Err() == nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to stop container", "containerID", c.ID, "container", c.Name)
 	}
 }
@@ -233,15 +233,13 @@ func (r *Reconciler) teardown(ctx context.Context, w *podWorker, st *runtime.Pod
 	}
 	for _, sb := range st.Sandboxes {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			if err := r.Runtime.StopPodSandbox(ctx, sb.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			if err := r.cri.StopPodSandbox(ctx, sb.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				return err
 			}
 		}
 	}
-	if r.Volumes != nil {
-		if err := r.Volumes.TearDown(ctx, w.uid); err != nil {
-			return fmt.Errorf("tear down volumes: %w", err)
-		}
+	if err := r.volumes.TearDown(ctx, w.uid); err != nil {
+		return fmt.Errorf("tear down volumes: %w", err)
 	}
 	w.tornDown = true
 	return nil
@@ -250,31 +248,27 @@ func (r *Reconciler) teardown(ctx context.Context, w *podWorker, st *runtime.Pod
 // removePod removes the pod's containers, sandboxes and directories.
 func (r *Reconciler) removePod(ctx context.Context, w *podWorker, st *runtime.PodStatus) error {
 	for _, c := range st.Containers {
-		if err := r.Runtime.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		if err := r.cri.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
 		}
 	}
 	for _, sb := range st.Sandboxes {
-		if err := r.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		if err := r.cri.RemovePodSandbox(ctx, sb.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
 		}
 	}
 	r.removePodCgroup(ctx, w.uid)
-	if r.Volumes != nil {
-		// Never remove the pod directory through a mount that is still there.
-		if err := r.Volumes.TearDown(ctx, w.uid); err != nil {
-			return fmt.Errorf("tear down volumes: %w", err)
-		}
+	// Never remove the pod directory through a mount that is still there.
+	if err := r.volumes.TearDown(ctx, w.uid); err != nil {
+		return fmt.Errorf("tear down volumes: %w", err)
 	}
-	if r.RootDir != "" {
-		if err := removeDir(runtime.PodDir(r.RootDir, w.uid)); err != nil {
-			return err
-		}
+	if err := removeDir(runtime.PodDir(r.rootDir, w.uid)); err != nil {
+		return err
 	}
-	if r.Sandbox.PodLogsDir != "" {
+	if r.sandboxOpts.PodLogsDir != "" {
 		stub := &corev1.Pod{}
 		stub.Namespace, stub.Name, stub.UID = w.key.Namespace, w.key.Name, w.uid
-		if err := removeDir(runtime.PodLogDir(r.Sandbox.PodLogsDir, stub)); err != nil {
+		if err := removeDir(runtime.PodLogDir(r.sandboxOpts.PodLogsDir, stub)); err != nil {
 			return err
 		}
 	}
@@ -297,14 +291,14 @@ func removeDir(dir string, err error) error {
 // finishDeletion removes what the runtime holds and then the API object, with grace 0 and a UID
 // precondition so a new pod under the same name is never deleted by mistake.
 func (r *Reconciler) finishDeletion(ctx context.Context, w *podWorker, pod *corev1.Pod) error {
-	st, err := r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	st, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return err
 	}
 	if err := r.removePod(ctx, w, st); err != nil {
 		return err
 	}
-	err = r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: ptr.To(pod.UID)})
+	err = r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: ptr.To(pod.UID)})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}

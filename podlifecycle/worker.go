@@ -90,11 +90,9 @@ func (w *podWorker) setAdmitted() { w.admitted.Store(true) }
 // restart, or pods left by an earlier run) and the desired pod.
 func (r *Reconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) []*podWorker {
 	runtimeUIDs := map[types.UID]bool{}
-	if r.PLEG != nil {
-		for _, p := range r.PLEG.Pods() {
-			if p.Namespace == key.Namespace && p.Name == key.Name {
-				runtimeUIDs[p.UID] = true
-			}
+	for _, p := range r.pleg.Pods() {
+		if p.Namespace == key.Namespace && p.Name == key.Name {
+			runtimeUIDs[p.UID] = true
 		}
 	}
 	r.mu.Lock()
@@ -147,9 +145,7 @@ func (r *Reconciler) forget(w *podWorker) {
 		}
 	}
 	r.puller.Forget(w.key.String())
-	if r.Probes != nil {
-		r.Probes.RemovePod(w.uid)
-	}
+	r.probes.RemovePod(w.uid)
 }
 
 // admittedPods are the pods whose resources count against the node: admitted, not terminated.
@@ -167,7 +163,7 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 
 // syncWorker drives the desired pod's worker one step: admission, sync, termination, or finishing.
 func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, error) {
-	status, err := r.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	status, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return result{}, err
 	}
@@ -214,12 +210,12 @@ func (r *Reconciler) deadlineExceeded(_ context.Context, w *podWorker, pod *core
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.Time
 	}
-	if start.IsZero() || r.Clock.Since(start) < time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second {
+	if start.IsZero() || r.clock.Since(start) < time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second {
 		return false
 	}
 	const msg = "Pod was active on the node longer than the specified deadline"
 	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: msg}
-	r.Recorder.Event(podRef(pod), corev1.EventTypeNormal, "DeadlineExceeded", msg)
+	r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "DeadlineExceeded", msg)
 	return true
 }
 
@@ -232,7 +228,7 @@ func (r *Reconciler) deadlineRemaining(w *podWorker, pod *corev1.Pod) time.Durat
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.Time
 	}
-	return max(time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second-r.Clock.Since(start), time.Millisecond)
+	return max(time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second-r.clock.Since(start), time.Millisecond)
 }
 
 // admitPod admits a pod on its first sync. A pod the runtime already runs (an agent restart) and a pod
@@ -242,7 +238,7 @@ func (r *Reconciler) deadlineRemaining(w *podWorker, pod *corev1.Pod) time.Durat
 // included — not a sign that they were stopped. It returns true when the pod was rejected.
 func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod, status *runtime.PodStatus) bool {
 	if w.syncedAt.IsZero() {
-		w.syncedAt = r.Clock.Now()
+		w.syncedAt = r.clock.Now()
 	}
 	if isTerminalPhase(pod.Status.Phase) && !runtimeActive(status) {
 		w.setState(terminated)
@@ -252,20 +248,16 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 		w.setAdmitted()
 		return false
 	}
-	var node *corev1.Node
-	if r.Node != nil {
-		n, err := r.Node(ctx)
-		if err == nil {
-			node = n
-		}
+	node, err := r.node(ctx)
+	if err != nil {
+		node = nil // unknown (standalone, or the API server is away): admitted without its resources and labels
 	}
-	res := runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.Sysctls)
+	res := runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.sysctls)
 	if res.admit {
 		w.setAdmitted()
 		return false
 	}
-	ctrl := r.Recorder
-	ctrl.Event(podRef(pod), corev1.EventTypeWarning, res.reason, res.message)
+	r.recorder.Event(podRef(pod), corev1.EventTypeWarning, res.reason, res.message)
 	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: res.reason, Message: "Pod was rejected: " + res.message, Rejected: true}
 	w.setState(terminated)
 	w.tornDown = true

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -21,9 +19,7 @@ import (
 // written without synchronisation while another pod's admission reads it fails the test.
 func TestPodWorkersConcurrentAdmission(t *testing.T) {
 	const pods, readers = 16, 4
-	r := &Reconciler{Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	r.workers = map[types.UID]*podWorker{}
-	r.byKey = map[types.NamespacedName]map[types.UID]bool{}
+	r := newTestReconciler(t, Deps{}, Options{})
 	ctx := context.Background()
 
 	done := make(chan struct{})
