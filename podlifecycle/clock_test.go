@@ -15,20 +15,25 @@ import (
 // The lifecycle's timing on the fake clock: what must not happen within a period is checked by moving the
 // clock past it and syncing, not by watching the wall clock for a while.
 
-// A restartPolicy Never pod ends in the phase its exit code says, and its container is never started
-// again, however long after.
+// A restartPolicy Never pod (or container) ends in the phase its exit code says, and its container is
+// never started again, however long after.
 func TestNeverPodIsNotRestartedAfterItsExit(t *testing.T) {
+	never := func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }
+	containerNever := func(p *corev1.Pod) { p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever) }
 	for _, tt := range []struct {
+		name   string
+		policy func(*corev1.Pod)
 		code   int32
 		phase  corev1.PodPhase
 		reason string
 	}{
-		{0, corev1.PodSucceeded, "Completed"},
-		{3, corev1.PodFailed, "Error"},
+		{"Never pod, exit 0", never, 0, corev1.PodSucceeded, "Completed"},
+		{"Never pod, exit 3", never, 3, corev1.PodFailed, "Error"},
+		{"Never container in an Always pod, exit 1", containerNever, 1, corev1.PodFailed, "Error"},
 	} {
-		t.Run(string(tt.phase), func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			b := newLifecycleBed(t)
-			b.create(bedPod("job", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }))
+			b.create(bedPod("job", tt.policy))
 			b.sync("job")
 			b.exit("job", "app", tt.code)
 			for range 3 {
@@ -181,5 +186,85 @@ func TestActiveDeadlineOnTheClock(t *testing.T) {
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Errorf("container %s still runs", c.Metadata.Name)
 		}
+	}
+}
+
+// The upstream "Pods should support pod readiness gates" on the clock: Ready follows the gates' conditions,
+// which the users set through pods/status, and no sync of the agent ever drops or rewrites them.
+func TestReadinessGatesOnTheClock(t *testing.T) {
+	const gate1, gate2 = corev1.PodConditionType("k8s.io/test-condition1"), corev1.PodConditionType("k8s.io/test-condition2")
+	b := newLifecycleBed(t)
+	b.create(bedPod("gated", func(p *corev1.Pod) {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: gate1}, {ConditionType: gate2}}
+	}))
+	setGate := func(gate corev1.PodConditionType, status corev1.ConditionStatus) {
+		b.api.mutate("gated", func(p *corev1.Pod) {
+			for i := range p.Status.Conditions {
+				if p.Status.Conditions[i].Type == gate {
+					p.Status.Conditions[i].Status = status
+					return
+				}
+			}
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: gate, Status: status})
+		})
+	}
+	expect := func(step string, want map[corev1.PodConditionType]corev1.ConditionStatus) {
+		t.Helper()
+		for range 3 { // and after later syncs, a resync period apart
+			b.sync("gated")
+			b.step(time.Minute)
+		}
+		conds := map[corev1.PodConditionType]corev1.ConditionStatus{}
+		for _, c := range b.pod("gated").Status.Conditions {
+			conds[c.Type] = c.Status
+		}
+		for typ, st := range want {
+			if conds[typ] != st {
+				t.Errorf("%s: %s is %q, want %q (conditions %v)", step, typ, conds[typ], st, conds)
+			}
+		}
+	}
+	expect("no gate set", map[corev1.PodConditionType]corev1.ConditionStatus{corev1.ContainersReady: corev1.ConditionTrue, corev1.PodReady: corev1.ConditionFalse})
+	setGate(gate1, corev1.ConditionTrue)
+	expect("one gate True", map[corev1.PodConditionType]corev1.ConditionStatus{gate1: corev1.ConditionTrue, corev1.PodReady: corev1.ConditionFalse})
+	setGate(gate2, corev1.ConditionTrue)
+	expect("both gates True", map[corev1.PodConditionType]corev1.ConditionStatus{gate1: corev1.ConditionTrue, gate2: corev1.ConditionTrue, corev1.PodReady: corev1.ConditionTrue})
+	setGate(gate1, corev1.ConditionFalse)
+	expect("one gate False again", map[corev1.PodConditionType]corev1.ConditionStatus{gate1: corev1.ConditionFalse, gate2: corev1.ConditionTrue, corev1.PodReady: corev1.ConditionFalse})
+}
+
+// An ephemeral container (kubectl debug) starts in the pod's sandbox and is never restarted after it
+// exits, however long after; the pod's own container is untouched.
+func TestEphemeralContainerIsNeverRestarted(t *testing.T) {
+	b := newLifecycleBed(t)
+	b.create(bedPod("debugged"))
+	b.sync("debugged")
+	app := b.mustRun("debugged", "app")
+	b.api.mutate("debugged", func(p *corev1.Pod) {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox",
+				ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile},
+			TargetContainerName: "app"})
+	})
+	b.sync("debugged")
+	b.exit("debugged", "debugger", 1)
+	for range 3 {
+		b.sync("debugged")
+		b.step(10 * time.Minute)
+	}
+	var attempts int
+	for _, c := range b.containers("debugged") {
+		if c.Metadata.Name == "debugger" {
+			attempts++
+		}
+	}
+	if attempts != 1 {
+		t.Errorf("%d attempts of the ephemeral container, want 1", attempts)
+	}
+	if st := b.pod("debugged").Status.EphemeralContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 1 {
+		t.Errorf("ephemeral container statuses %+v, want one terminated with exit code 1", st)
+	}
+	if id := b.mustRun("debugged", "app"); id != app {
+		t.Errorf("the pod's container %s was replaced by %s", app, id)
 	}
 }

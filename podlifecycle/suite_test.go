@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -32,6 +33,9 @@ func TestPodLifecycle(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// A whole agent under -race, beside the other packages' tests: Gomega's default of 1 s is too short for
+	// a chain of syncs (what must not happen within a period is checked on a fake clock, see clock_test.go).
+	SetDefaultEventuallyTimeout(5 * time.Second)
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
 		"KUBEBUILDER_ASSETS must point at etcd, kube-apiserver and kubectl (run the tests with `make test`)")
 	testEnv = &envtest.Environment{}
