@@ -23,6 +23,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -48,7 +49,7 @@ type Options struct {
 	Simulation *Simulation
 	// Services, when set, is a Service lister shared with other nodes of the process (hollow nodes);
 	// nil gives the node its own Service informer.
-	Services *controllers.APIServices
+	Services *podlifecycle.APIServices
 }
 
 // DefaultKubeletVersion is the kubelet version nodelet reports to the API server.

@@ -11,21 +11,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodelet/nodelet/config"
-	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/imagepull"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podcgroups"
+	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/runtime"
 )
 
 // sysctlAllowlist is the kubelet's sysctl admission: the safe sysctls this kernel namespaces, plus
 // allowedUnsafeSysctls. Without a kernel version, only the safe sysctls any kernel has are allowed.
-func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*controllers.SysctlAllowlist, error) {
+func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*podlifecycle.SysctlAllowlist, error) {
 	release, err := machine.Reader{}.KernelRelease()
 	if err != nil {
 		log.FromContext(ctx).Error(err, "Kernel version unknown, dropping the safe sysctls that need a recent kernel")
 	}
-	a, err := controllers.NewSysctlAllowlist(release, cfg.Kubelet.AllowedUnsafeSysctls)
+	a, err := podlifecycle.NewSysctlAllowlist(release, cfg.Kubelet.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
 	}
@@ -35,7 +35,7 @@ func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*controllers.Sysc
 // hardening wires the pod cgroups (podPidsLimit) and the image pull credential verification into the pod
 // controller, each only where it applies (a nil pointer must not become a non-nil interface). A simulated
 // node has neither: it makes no cgroups and keeps no records on disk.
-func (a *Agent) hardening(pods *controllers.PodReconciler, connector *runtime.Connector) error {
+func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector) error {
 	if a.opts.Simulation != nil {
 		return nil
 	}
@@ -44,14 +44,14 @@ func (a *Agent) hardening(pods *controllers.PodReconciler, connector *runtime.Co
 		return err
 	}
 	if cg != nil {
-		pods.PodCgroups = cg
+		deps.PodCgroups = cg
 	}
 	records, err := a.pullRecords(connector)
 	if err != nil {
 		return err
 	}
 	if records != nil {
-		pods.PullRecords = records
+		deps.PullRecords = records
 	}
 	return nil
 }

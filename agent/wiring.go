@@ -17,6 +17,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/staticpods"
@@ -25,7 +26,7 @@ import (
 
 // setup wires every component; node-local ones go to a.local, API ones into the manager.
 func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
-	cfg, mgr, cri := a.cfg, a.mgr, a.cri
+	mgr, cri := a.mgr, a.cri
 	connector := &runtime.Connector{Client: cri, Clock: a.clock()}
 	a.local = append(a.local, connector)
 	recorder, err := a.eventRecorder(ctx, restCfg)
@@ -46,34 +47,13 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 		return err
 	}
 	store := a.staticPods(recorder)
-	pods := a.podReconciler(recorder, pleg, ips)
-	switch {
-	case a.opts.Services != nil:
-		pods.Services = a.opts.Services
-	case !a.standalone:
-		if pods.Services, err = controllers.NewAPIServices(ctx, mgr.GetCache()); err != nil {
-			return err
-		}
-	}
-	if sim := a.opts.Simulation; sim != nil {
-		// Simulated: probes answered by the simulation, volumes not set up (containers get no mounts).
-		pods.Probes = &probes.Manager{Clock: a.clock(), Recorder: recorder, OnChange: pods.Enqueue, Simulate: sim.probe()}
-	} else {
-		pods.Probes = &probes.Manager{Exec: cri, Clock: a.clock(), Recorder: recorder, OnChange: pods.Enqueue}
-		pods.Volumes = a.volumes(pods)
-	}
-	if pods.Sysctls, err = sysctlAllowlist(ctx, cfg); err != nil {
+	pods, err := a.podReconciler(ctx, recorder, pleg, ips, store, connector)
+	if err != nil {
 		return err
-	}
-	if err := a.hardening(pods, connector); err != nil {
-		return err
-	}
-	if store != nil {
-		pods.Static, pods.StaticKinds = store, a.staticKinds()
 	}
 	var sources []source.Source
 	if !a.standalone {
-		sources = append(sources, controllers.APIPodSource(mgr.GetCache()))
+		sources = append(sources, podlifecycle.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
 	if a.opts.Simulation == nil {
@@ -137,52 +117,108 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 }
 
 // podReconciler is the pod workers, configured as the kubelet's configuration says.
-func (a *Agent) podReconciler(rec record.EventRecorder, pleg *runtime.PLEG, ips []net.IP) *controllers.PodReconciler {
-	cfg, mgr := a.cfg, a.mgr
+func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pleg *runtime.PLEG, ips []net.IP,
+	store *staticpods.Store, connector *runtime.Connector) (*podlifecycle.Reconciler, error) {
+	deps := podlifecycle.Deps{Runtime: a.cri, PLEG: pleg, Recorder: rec, Clock: a.clock()}
+	if !a.standalone {
+		deps.Client, deps.Secrets, deps.Node = a.mgr.GetClient(), podlifecycle.APIObjects{Reader: a.mgr.GetAPIReader()}, a.getNode
+	}
+	if store != nil {
+		deps.Static = store
+	}
+	if err := a.services(ctx, &deps); err != nil {
+		return nil, err
+	}
+	// The probes report changes to the reconciler, which is built with them: OnChange is set once it is.
+	prober := &probes.Manager{Exec: a.cri, Clock: a.clock(), Recorder: rec}
+	if sim := a.opts.Simulation; sim != nil {
+		// Simulated: probes answered by the simulation, volumes not set up (containers get no mounts).
+		prober = &probes.Manager{Clock: a.clock(), Recorder: rec, Simulate: sim.probe()}
+	} else {
+		deps.Volumes = a.volumes(deps.Node)
+	}
+	deps.Probes = prober
+	if err := a.hardening(&deps, connector); err != nil {
+		return nil, err
+	}
+	opts, err := a.podOptions(ctx, ips)
+	if err != nil {
+		return nil, err
+	}
+	r, err := podlifecycle.New(deps, opts)
+	if err != nil {
+		return nil, err
+	}
+	prober.OnChange = r.Enqueue
+	r.RegisterMetrics(a.opts.Metrics)
+	return r, nil
+}
+
+// podOptions are the pod workers' settings from the kubelet's configuration.
+func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Options, error) {
+	cfg := a.cfg
 	kc := &cfg.Kubelet
 	hostIPs := make([]string, 0, len(ips))
 	for _, ip := range ips {
 		hostIPs = append(hostIPs, ip.String())
 	}
-	r := &controllers.PodReconciler{
-		Client: mgr.GetClient(), Runtime: a.cri, PLEG: pleg, Recorder: rec, Clock: a.clock(),
-		Secrets:  controllers.APIObjects{Reader: mgr.GetAPIReader()},
-		NodeName: cfg.NodeName, RootDir: cfg.RootDir, HostIPs: hostIPs,
+	sysctls, err := sysctlAllowlist(ctx, cfg)
+	if err != nil {
+		return podlifecycle.Options{}, err
+	}
+	opts := podlifecycle.Options{
+		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Standalone: a.standalone, HostIPs: hostIPs,
 		Sandbox: runtime.SandboxOptions{
 			ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, ResolvConf: derefString(kc.ResolverConfig),
 			PodLogsDir: kc.PodLogsDir, CgroupDriver: kc.CgroupDriver, CgroupsPerQOS: kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS,
 			CgroupRoot: kc.CgroupRoot, NodeHostname: cfg.Hostname,
 		},
-		Workers: 32, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
-		Node: func(ctx context.Context) (*corev1.Node, error) {
-			ctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the cache blocks while the API is away
-			defer cancel()
-			n := &corev1.Node{}
-			return n, mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.NodeName}, n)
-		},
+		StaticKinds: a.staticKinds(),
+		Workers:     32, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
+		Sysctls: sysctls, SeccompDefault: kc.SeccompDefault != nil && *kc.SeccompDefault,
 	}
-	r.SeccompDefault = kc.SeccompDefault != nil && *kc.SeccompDefault
 	if sim := a.opts.Simulation; sim != nil && sim.Workers > 0 {
-		r.Workers = sim.Workers
+		opts.Workers = sim.Workers
 	}
-	if a.standalone {
-		r.Client, r.Secrets, r.Node = nil, nil, nil
+	return opts, nil
+}
+
+// services are the cluster's Services for the pods' environment: shared with other nodes of the process,
+// the node's own informer, or none standalone.
+func (a *Agent) services(ctx context.Context, deps *podlifecycle.Deps) error {
+	switch {
+	case a.opts.Services != nil:
+		deps.Services = a.opts.Services
+	case !a.standalone:
+		s, err := podlifecycle.NewAPIServices(ctx, a.mgr.GetCache())
+		if err != nil {
+			return err
+		}
+		deps.Services = s
 	}
-	r.RegisterMetrics(a.opts.Metrics)
-	return r
+	return nil
+}
+
+// getNode reads the node from the cache, which blocks while the API server is away: within 2 s.
+func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	n := &corev1.Node{}
+	return n, a.mgr.GetClient().Get(ctx, client.ObjectKey{Name: a.cfg.NodeName}, n)
 }
 
 // volumes is the volume manager: Secrets and ConfigMaps are read by name straight from the API (kept 10 s),
 // service account tokens come from the TokenRequest API — all that the Node authorizer allows a node.
-func (a *Agent) volumes(pods *controllers.PodReconciler) *volumes.Manager {
+// node (nil standalone) gives the node's allocatable resources for resourceFieldRef defaults.
+func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volumes.Manager {
 	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
 	if !a.standalone {
 		m.Objects = &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(),
 			Clock: a.clock(), TTL: 10 * time.Second}
 	}
-	if pods.Node != nil {
+	if node != nil {
 		m.NodeAllocatable = func() corev1.ResourceList {
-			n, err := pods.Node(context.Background())
+			n, err := node(context.Background())
 			if err != nil {
 				return nil
 			}

@@ -16,9 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/podrules"
 )
+
+// staticPods is what the mirror pod reconciler asks of the static pod store (staticpods.Store).
+type staticPods interface {
+	Get(key types.NamespacedName) (*corev1.Pod, bool)
+	Source() source.Source
+	SeenSources(kinds ...string) bool
+}
 
 // MirrorPodReconciler keeps, for each static pod, a mirror pod in the API server — as the kubelet's
 // mirror client does: same name, namespace and spec, the annotation kubernetes.io/config.mirror set to
@@ -30,7 +38,7 @@ import (
 // containers.
 type MirrorPodReconciler struct {
 	Client client.Client
-	Static staticStore
+	Static staticPods
 	// StaticKinds are the configured static pod sources ("file", "http"); at least one.
 	StaticKinds []string
 	NodeName    string

@@ -27,6 +27,7 @@ import (
 
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/simnode"
+	"github.com/nodelet/nodelet/podlifecycle"
 )
 
 // Options configure a process of hollow nodes.
@@ -148,14 +149,14 @@ func Run(ctx context.Context, o Options) error {
 
 // sharedServices is one Service informer for every node of the process (the kubelet's service
 // environment variables need the cluster's Services, the same for every node).
-func sharedServices(ctx context.Context, restCfg *rest.Config) (*controllers.APIServices, error) {
+func sharedServices(ctx context.Context, restCfg *rest.Config) (*podlifecycle.APIServices, error) {
 	c, err := cache.New(restCfg, cache.Options{Scheme: clientgoscheme.Scheme, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Service{}: {Field: fields.OneTermNotEqualSelector("spec.clusterIP", corev1.ClusterIPNone)},
 	}})
 	if err != nil {
 		return nil, err
 	}
-	services, err := controllers.NewAPIServices(ctx, c)
+	services, err := podlifecycle.NewAPIServices(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func sharedEvents(ctx context.Context, restCfg *rest.Config) (record.EventBroadc
 // startNodes starts o.Nodes nodes, StartParallelism at a time, without waiting for them to be Ready.
 // shared is what the nodes of the process share.
 type shared struct {
-	services *controllers.APIServices
+	services *podlifecycle.APIServices
 	events   record.EventBroadcaster
 	leases   *controllers.LeaseBatch
 }

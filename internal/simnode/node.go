@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/runtime/fake"
 )
 
@@ -53,7 +54,7 @@ type Options struct {
 	// NoWait makes Start return once the node runs, without waiting for it to be Ready.
 	NoWait bool
 	// Services, when set, is a Service lister shared by the nodes of a process (default: one per node).
-	Services *controllers.APIServices
+	Services *podlifecycle.APIServices
 	// RelistPeriod is the PLEG's relist period (default: the kubelet's 1 s); the simulated runtime's
 	// events make changes known at once, so hollow nodes relist rarely.
 	RelistPeriod time.Duration

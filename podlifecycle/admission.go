@@ -1,0 +1,128 @@
+package podlifecycle
+
+import (
+	"fmt"
+	goruntime "runtime"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodelet/nodelet/podrules"
+)
+
+// The kubelet's admission failure reasons.
+const (
+	reasonOutOfCPU              = "OutOfcpu"
+	reasonOutOfMemory           = "OutOfmemory"
+	reasonOutOfEphemeralStorage = "OutOfephemeral-storage"
+	reasonOutOfPods             = "OutOfpods"
+	reasonNodeAffinity          = "NodeAffinity"
+	reasonPodOSSelector         = "PodOSSelectorNodeLabelDoesNotMatch"
+	reasonPodOSNotSupported     = "PodOSNotSupported"
+)
+
+// admissionResult says whether a pod may start on the node, and if not why (kubelet reason/message).
+type admissionResult struct {
+	admit   bool
+	reason  string
+	message string
+}
+
+// runAdmitHandlers runs the kubelet's pod admit handlers that nodelet has, in the kubelet's order: the
+// sysctl allowlist, then the predicates (admit). The first rejection is reported.
+func runAdmitHandlers(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod, sysctls *SysctlAllowlist) admissionResult {
+	if res := sysctls.admit(pod); !res.admit {
+		return res
+	}
+	return admit(pod, node, admitted)
+}
+
+// admit is the kubelet's predicate admit handler: the pod's OS (its kubernetes.io/os label and
+// spec.os) must be the node's, then it must fit in the node's allocatable minus what the admitted pods
+// request, and match the node's labels (nodeSelector and required node affinity). The first failure is
+// reported.
+func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
+	if res := admitOS(pod, goruntime.GOOS); !res.admit {
+		return res
+	}
+	if res := admitResources(pod, node, admitted); !res.admit {
+		return res
+	}
+	if node != nil {
+		if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+			return admissionResult{reason: reasonNodeAffinity,
+				message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"}
+		}
+	}
+	return admissionResult{admit: true}
+}
+
+// admitOS rejects a pod meant for another OS than the node's: by its kubernetes.io/os label (the
+// kubelet compares the pod's label, the node's label being its own OS whatever it says), then by
+// spec.os.name.
+func admitOS(pod *corev1.Pod, nodeOS string) admissionResult {
+	if label, ok := pod.Labels[corev1.LabelOSStable]; ok && label != nodeOS {
+		return admissionResult{reason: reasonPodOSSelector,
+			message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+		return admissionResult{reason: reasonPodOSNotSupported,
+			message: "Failed to admit pod as the OS field doesn't match node OS"}
+	}
+	return admissionResult{admit: true}
+}
+
+// admitResources checks the pod count, then CPU, memory and ephemeral storage against the node's
+// allocatable minus what the admitted pods request.
+func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
+	alloc := corev1.ResourceList{}
+	if node != nil {
+		alloc = node.Status.Allocatable
+	}
+	if q, ok := alloc[corev1.ResourcePods]; ok && int64(len(admitted))+1 > q.Value() {
+		return insufficient(corev1.ResourcePods, 1, int64(len(admitted)), q.Value())
+	}
+	want := podrules.PodRequests(pod, podrules.ResourceOptions{})
+	used := corev1.ResourceList{}
+	for _, p := range admitted {
+		addResources(used, podrules.PodRequests(p, podrules.ResourceOptions{}))
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		capacity, ok := alloc[name]
+		req := want[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		u := used[name]
+		if value(name, req)+value(name, u) > value(name, capacity) {
+			return insufficient(name, value(name, req), value(name, u), value(name, capacity))
+		}
+	}
+	return admissionResult{admit: true}
+}
+
+// value is a quantity in the unit the kubelet reports: millicores for CPU, bytes otherwise.
+func value(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func insufficient(name corev1.ResourceName, requested, used, capacity int64) admissionResult {
+	reason := map[corev1.ResourceName]string{
+		corev1.ResourceCPU: reasonOutOfCPU, corev1.ResourceMemory: reasonOutOfMemory,
+		corev1.ResourceEphemeralStorage: reasonOutOfEphemeralStorage, corev1.ResourcePods: reasonOutOfPods,
+	}[name]
+	return admissionResult{reason: reason, message: fmt.Sprintf(
+		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
+}
+
+func addResources(into, add corev1.ResourceList) {
+	for k, v := range add {
+		q := into[k]
+		q.Add(v)
+		into[k] = q
+	}
+}

@@ -1,0 +1,227 @@
+package podlifecycle
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestAdmitOS(t *testing.T) {
+	tests := []struct {
+		name    string
+		labels  map[string]string
+		os      *corev1.PodOS
+		reason  string
+		message string
+	}{
+		{name: "no OS said"},
+		{name: "linux label and field", labels: map[string]string{"kubernetes.io/os": "linux"}, os: &corev1.PodOS{Name: corev1.Linux}},
+		{name: "windows field", os: &corev1.PodOS{Name: corev1.Windows}, reason: "PodOSNotSupported",
+			message: "Failed to admit pod as the OS field doesn't match node OS"},
+		{name: "windows label", labels: map[string]string{"kubernetes.io/os": "windows"}, reason: "PodOSSelectorNodeLabelDoesNotMatch",
+			message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+		{name: "label checked before field", labels: map[string]string{"kubernetes.io/os": "windows"}, os: &corev1.PodOS{Name: corev1.Windows},
+			reason: "PodOSSelectorNodeLabelDoesNotMatch"},
+		{name: "other labels do not matter", labels: map[string]string{"beta.kubernetes.io/os": "windows"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels}, Spec: corev1.PodSpec{OS: tt.os}}
+			assertAdmission(t, admitOS(pod, "linux"), tt.reason, tt.message)
+		})
+	}
+}
+
+func TestNewSysctlAllowlistErrors(t *testing.T) {
+	tests := []struct {
+		pattern, want string
+	}{
+		{pattern: "kernel.msg*"},
+		{pattern: "net.*"},
+		{pattern: "net/ipv4/*"},
+		{pattern: "fs.mqueue.msg_max"},
+		{pattern: "kernel.sem"},
+		{pattern: "user.max_user_namespaces"},
+		{pattern: "Kernel.msgmax", want: `sysctl "Kernel.msgmax" must have at most 253 characters and match regex`},
+		{pattern: "net..core", want: "must have at most 253 characters"},
+		{pattern: "kernel.*.x", want: "must have at most 253 characters"},
+		{pattern: "kernel.panic", want: `the sysctls "kernel.panic" are not known to be namespaced`},
+		{pattern: "vm.*", want: `the sysctls "vm." are not known to be namespaced`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pattern, func(t *testing.T) {
+			_, err := NewSysctlAllowlist("6.1.0", []string{tt.pattern})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSafeSysctlsFor(t *testing.T) {
+	tests := []struct {
+		kernel      string
+		has, hasNot []string
+	}{
+		{kernel: "", has: []string{"kernel.shm_rmid_forced", "net.ipv4.ip_unprivileged_port_start"},
+			hasNot: []string{"net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_keepalive_time"}},
+		{kernel: "not-a-version", has: []string{"net.ipv4.ping_group_range"}, hasNot: []string{"net.ipv4.tcp_rmem"}},
+		{kernel: "4.5.0", has: []string{"net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_keepalive_probes"},
+			hasNot: []string{"net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_wmem"}},
+		{kernel: "4.14.300-foo", has: []string{"net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_notsent_lowat"},
+			hasNot: []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_slow_start_after_idle"}},
+		{kernel: "6.1.0-18-amd64", has: []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_slow_start_after_idle"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kernel, func(t *testing.T) {
+			got := map[string]bool{}
+			for _, s := range safeSysctlsFor(tt.kernel) {
+				got[s] = true
+			}
+			for _, s := range tt.has {
+				if !got[s] {
+					t.Errorf("%s missing", s)
+				}
+			}
+			for _, s := range tt.hasNot {
+				if got[s] {
+					t.Errorf("%s present", s)
+				}
+			}
+		})
+	}
+	if n := len(safeSysctlsFor("6.1.0")); n != len(safeSysctls) {
+		t.Errorf("a recent kernel gets %d safe sysctls, want all %d", n, len(safeSysctls))
+	}
+}
+
+func TestSysctlAdmission(t *testing.T) {
+	withSysctls := func(mutate func(*corev1.PodSpec), kv ...string) *corev1.Pod {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{}}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			pod.Spec.SecurityContext.Sysctls = append(pod.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: kv[i], Value: kv[i+1]})
+		}
+		if mutate != nil {
+			mutate(&pod.Spec)
+		}
+		return pod
+	}
+	hostNetwork := func(s *corev1.PodSpec) { s.HostNetwork = true }
+	hostIPC := func(s *corev1.PodSpec) { s.HostIPC = true }
+	ownUsers := func(s *corev1.PodSpec) { s.HostUsers = ptr.To(false) }
+	tests := []struct {
+		name    string
+		kernel  string
+		unsafe  []string
+		pod     *corev1.Pod
+		reason  string
+		message string
+	}{
+		{name: "no security context", pod: &corev1.Pod{}},
+		{name: "safe sysctls", pod: withSysctls(nil, "kernel.shm_rmid_forced", "1", "net.ipv4.ip_local_port_range", "1024 65000")},
+		{name: "safe sysctl with slashes", pod: withSysctls(nil, "kernel/shm_rmid_forced", "1")},
+		{name: "kernel-dependent safe sysctl on a recent kernel", kernel: "6.1.0", pod: withSysctls(nil, "net.ipv4.tcp_keepalive_time", "600")},
+		{name: "kernel-dependent safe sysctl on an old kernel", kernel: "4.4.0", pod: withSysctls(nil, "net.ipv4.tcp_keepalive_time", "600"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "net.ipv4.tcp_keepalive_time" not allowlisted`},
+		{name: "unsafe sysctl", pod: withSysctls(nil, "kernel.msgmax", "10000000000"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "kernel.msgmax" not allowlisted`},
+		{name: "first forbidden one reported", pod: withSysctls(nil, "kernel.shm_rmid_forced", "1", "kernel.sem", "1", "kernel.msgmax", "1"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "kernel.sem" not allowlisted`},
+		{name: "unsafe sysctl allowed by a glob", unsafe: []string{"kernel.msg*"}, pod: withSysctls(nil, "kernel.msgmax", "10000000000")},
+		{name: "unsafe sysctl allowed by name", unsafe: []string{"net.core.somaxconn"}, pod: withSysctls(nil, "net.core.somaxconn", "1024")},
+		{name: "glob allows slashed names", unsafe: []string{"net.ipv4.conf.*"}, pod: withSysctls(nil, "net/ipv4/conf/all/rp_filter", "0")},
+		{name: "glob does not reach further", unsafe: []string{"kernel.msg*"}, pod: withSysctls(nil, "kernel.shmmax", "1"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "kernel.shmmax" not allowlisted`},
+		{name: "net sysctl with hostNetwork", pod: withSysctls(hostNetwork, "net.ipv4.ip_local_port_range", "1024 65000"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "net.ipv4.ip_local_port_range" not allowed with host Net enabled`},
+		{name: "IPC sysctl with hostIPC", pod: withSysctls(hostIPC, "kernel.shm_rmid_forced", "1"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host IPC enabled`},
+		{name: "unsafe IPC glob with hostIPC", unsafe: []string{"kernel.msg*"}, pod: withSysctls(hostIPC, "kernel.msgmax", "1"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "kernel.msgmax" not allowed with host IPC enabled`},
+		{name: "IPC sysctl with hostNetwork", pod: withSysctls(hostNetwork, "kernel.shm_rmid_forced", "1")},
+		{name: "user sysctl in the host user namespace", unsafe: []string{"user.*"}, pod: withSysctls(nil, "user.max_user_namespaces", "0"),
+			reason: "SysctlForbidden", message: `forbidden sysctl: "user.max_user_namespaces" not allowed with host User enabled`},
+		{name: "user sysctl in its own user namespace", unsafe: []string{"user.*"}, pod: withSysctls(ownUsers, "user.max_user_namespaces", "0")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := NewSysctlAllowlist(tt.kernel, tt.unsafe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertAdmission(t, a.admit(tt.pod), tt.reason, tt.message)
+		})
+	}
+}
+
+func TestNilSysctlAllowlistIsTheSafeSet(t *testing.T) {
+	var a *SysctlAllowlist
+	safe := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{
+		Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}}}
+	assertAdmission(t, a.admit(safe), "", "")
+	unsafe := safe.DeepCopy()
+	unsafe.Spec.SecurityContext.Sysctls[0].Name = "kernel.msgmax"
+	assertAdmission(t, a.admit(unsafe), "SysctlForbidden", `forbidden sysctl: "kernel.msgmax" not allowlisted`)
+}
+
+func TestRunAdmitHandlersOrder(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"zone": "a"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}},
+	}
+	pod := func(mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+		mutate(p)
+		return p
+	}
+	bigCPU := func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	}
+	otherZone := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "b"} }
+	windows := func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }
+	unsafeSysctl := func(p *corev1.Pod) {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
+	}
+	tests := []struct {
+		name   string
+		pod    *corev1.Pod
+		reason string
+	}{
+		{name: "admitted", pod: pod(func(*corev1.Pod) {})},
+		{name: "sysctls before the predicates", pod: pod(func(p *corev1.Pod) { unsafeSysctl(p); windows(p); bigCPU(p) }), reason: "SysctlForbidden"},
+		{name: "OS before resources", pod: pod(func(p *corev1.Pod) { windows(p); bigCPU(p); otherZone(p) }), reason: "PodOSNotSupported"},
+		{name: "resources before node affinity", pod: pod(func(p *corev1.Pod) { bigCPU(p); otherZone(p) }), reason: "OutOfcpu"},
+		{name: "node affinity", pod: pod(otherZone), reason: "NodeAffinity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertAdmission(t, runAdmitHandlers(tt.pod, node, nil, nil), tt.reason, "")
+		})
+	}
+}
+
+// assertAdmission checks an admission result: admitted when reason is "", else rejected with that
+// reason (and message, unless "").
+func assertAdmission(t *testing.T, res admissionResult, reason, message string) {
+	t.Helper()
+	if reason == "" {
+		if !res.admit {
+			t.Fatalf("rejected: %s: %s", res.reason, res.message)
+		}
+		return
+	}
+	if res.admit || res.reason != reason {
+		t.Fatalf("got %+v, want rejection %s", res, reason)
+	}
+	if message != "" && res.message != message {
+		t.Fatalf("message = %q\nwant      %q", res.message, message)
+	}
+}

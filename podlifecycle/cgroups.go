@@ -1,0 +1,50 @@
+package podlifecycle
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// reasonFailedCreatePodContainer is the kubelet's event reason when it cannot make a pod's cgroup.
+const reasonFailedCreatePodContainer = "FailedCreatePodContainer"
+
+// ensurePodCgroup makes the pod's cgroup (the sandbox's cgroup parent) with the kubelet's pod limits
+// before the sandbox runs. A failure is reported as the kubelet reports it, and the sandbox waits.
+func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig) bool {
+	parent := cfg.GetLinux().GetCgroupParent()
+	if parent == "" {
+		return true
+	}
+	if err := r.podCgroups.Ensure(parent); err != nil {
+		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to ensure that the pod's cgroups exist and are correctly applied")
+		return false
+	}
+	return true
+}
+
+// removePodCgroup removes the pod's cgroup once its sandboxes are gone. One the runtime still fills is
+// left to housekeeping.
+func (r *Reconciler) removePodCgroup(ctx context.Context, uid types.UID) {
+	if err := r.podCgroups.Remove(uid); err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Pod cgroup not removed yet", "podUID", uid, "err", err.Error())
+	}
+}
+
+// removeOrphanedCgroups removes the pod cgroups of pods that are neither desired, tracked nor in the
+// runtime (the empty cgroups the runtime leaves behind, in every hierarchy).
+func (h *housekeeping) removeOrphanedCgroups(ctx context.Context, desired, inRuntime map[types.UID]bool) {
+	r := h.r
+	for _, uid := range r.podCgroups.List() {
+		if desired[uid] || inRuntime[uid] || r.known(uid) {
+			continue
+		}
+		if err := r.podCgroups.Remove(uid); err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Orphaned pod cgroup not removed", "podUID", uid, "err", err.Error())
+		}
+	}
+}

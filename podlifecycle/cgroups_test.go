@@ -1,0 +1,130 @@
+package podlifecycle
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// cgroupLog records what the pod reconciler asks of the pod cgroups and the runtime, in order.
+type cgroupLog struct {
+	Runtime
+	mu        sync.Mutex
+	log       []string
+	ensureErr error
+	listed    []types.UID
+}
+
+func (c *cgroupLog) add(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, s)
+}
+
+func (c *cgroupLog) entries() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.log, ", ")
+}
+
+func (c *cgroupLog) Ensure(parent string) error { c.add("ensure " + parent); return c.ensureErr }
+func (c *cgroupLog) Remove(uid types.UID) error { c.add("remove " + string(uid)); return nil }
+func (c *cgroupLog) List() []types.UID          { return c.listed }
+
+func (c *cgroupLog) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig, _ string) (string, error) {
+	c.add("run sandbox " + cfg.GetLinux().GetCgroupParent())
+	return "sb1", nil
+}
+
+func (c *cgroupLog) RemovePodSandbox(_ context.Context, id string) error {
+	c.add("remove sandbox " + id)
+	return nil
+}
+func (c *cgroupLog) RemoveContainer(_ context.Context, id string) error {
+	c.add("remove container " + id)
+	return nil
+}
+
+func cgroupReconciler(t *testing.T, cg *cgroupLog) (*Reconciler, *record.FakeRecorder) {
+	t.Helper()
+	rec := record.NewFakeRecorder(10)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	r := newTestReconciler(t, Deps{Runtime: cg, PodCgroups: cg, Recorder: rec, Clock: clk},
+		Options{Sandbox: runtime.SandboxOptions{CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/", PodLogsDir: t.TempDir()}})
+	return r, rec
+}
+
+func cgroupPod() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "1234-abcd"},
+		Spec: corev1.PodSpec{DNSPolicy: corev1.DNSDefault, Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+}
+
+func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
+	cg := &cgroupLog{}
+	r, _ := cgroupReconciler(t, cg)
+	ok, _, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
+	if err != nil || !ok {
+		t.Fatalf("createSandbox = %v, %v", ok, err)
+	}
+	want := "ensure /kubepods/besteffort/pod1234-abcd, run sandbox /kubepods/besteffort/pod1234-abcd"
+	if got := cg.entries(); got != want {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+}
+
+func TestPodCgroupFailureStopsTheSandboxAsTheKubelet(t *testing.T) {
+	cg := &cgroupLog{ensureErr: errors.New("permission denied")}
+	r, rec := cgroupReconciler(t, cg)
+	ok, retry, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
+	if err != nil || ok || retry <= 0 {
+		t.Fatalf("createSandbox = %v, %v, %v; want not created, retried later", ok, retry, err)
+	}
+	if got := cg.entries(); strings.Contains(got, "run sandbox") {
+		t.Errorf("the sandbox ran without its pod cgroup: %q", got)
+	}
+	select {
+	case ev := <-rec.Events:
+		if ev != "Warning FailedCreatePodContainer unable to ensure pod container exists: permission denied" {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Error("no event")
+	}
+}
+
+func TestPodCgroupIsRemovedAfterTheSandboxes(t *testing.T) {
+	cg := &cgroupLog{}
+	r, _ := cgroupReconciler(t, cg)
+	w := &podWorker{uid: "1234-abcd", key: types.NamespacedName{Namespace: "default", Name: "web"}}
+	st := &runtime.PodStatus{UID: w.uid, Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb1"}},
+		Containers: []*runtime.ContainerStatus{{ID: "c1"}}}
+	if err := r.removePod(context.Background(), w, st); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cg.entries(), "remove container c1, remove sandbox sb1, remove 1234-abcd"; got != want {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+}
+
+func TestOrphanedPodCgroupsAreRemoved(t *testing.T) {
+	cg := &cgroupLog{listed: []types.UID{"desired", "running", "tracked", "orphan"}}
+	r, _ := cgroupReconciler(t, cg)
+	r.workers = map[types.UID]*podWorker{"tracked": {uid: "tracked"}}
+	h := &housekeeping{r: r}
+	h.removeOrphanedCgroups(context.Background(), map[types.UID]bool{"desired": true}, map[types.UID]bool{"running": true})
+	if got := cg.entries(); got != "remove orphan" {
+		t.Errorf("calls %q, want only the orphan's cgroup removed", got)
+	}
+}

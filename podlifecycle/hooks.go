@@ -1,0 +1,165 @@
+package podlifecycle
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// hookTimeout bounds a postStart hook that nothing else bounds.
+const hookTimeout = 2 * time.Minute
+
+// runPostStart runs a container's postStart hook in the background. If it fails the container is
+// killed (FailedPostStartHook) and restarted per the restart policy, as in the kubelet.
+func (r *Reconciler) runPostStart(w *podWorker, pod *corev1.Pod, c *corev1.Container, id string) {
+	r.mu.Lock()
+	w.postStart[id] = true
+	r.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
+		defer cancel()
+		msg, err := r.runHandler(ctx, pod, c, id, c.Lifecycle.PostStart)
+		r.mu.Lock()
+		delete(w.postStart, id)
+		r.mu.Unlock()
+		if err != nil {
+			r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
+			ctrl.Log.WithName("hooks").Info("PostStart hook failed", "pod", w.key, "container", c.Name, "err", err.Error(), "output", msg)
+			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
+			r.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
+				message: "FailedPostStartHook"}, r.clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second), nil)
+		}
+		r.enqueue(w.key)
+	}()
+}
+
+func hookFailure(err error, output string) string {
+	if output != "" {
+		return fmt.Sprintf("%v, message: %q", err, output)
+	}
+	return err.Error()
+}
+
+func (r *Reconciler) specGrace(pod *corev1.Pod) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return defaultGracePeriod
+}
+
+// preStopHandler is the container's preStop hook: from the spec, or — for a pod the agent only knows
+// from the runtime — from the handler recorded in the container's annotations.
+func preStopHandler(spec *corev1.Container, c *runtime.ContainerStatus) *corev1.LifecycleHandler {
+	if spec != nil {
+		if spec.Lifecycle != nil {
+			return spec.Lifecycle.PreStop
+		}
+		return nil
+	}
+	if c.PreStop == "" {
+		return nil
+	}
+	h := &corev1.LifecycleHandler{}
+	if err := json.Unmarshal([]byte(c.PreStop), h); err != nil {
+		return nil
+	}
+	return h
+}
+
+// runPreStop runs a preStop hook until it ends or ctx (the grace period) does.
+func (r *Reconciler) runPreStop(ctx context.Context, pod *corev1.Pod, spec *corev1.Container, c *runtime.ContainerStatus, h *corev1.LifecycleHandler) {
+	msg, err := r.runHandler(ctx, pod, spec, c.ID, h)
+	if err == nil || pod == nil {
+		return
+	}
+	r.recorder.Event(containerRef(pod, spec), corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+	ctrl.LoggerFrom(ctx).Info("PreStop hook failed", "container", c.Name, "err", err.Error(), "output", msg)
+}
+
+// runHandler runs an exec, httpGet or sleep lifecycle handler.
+func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, h *corev1.LifecycleHandler) (string, error) {
+	switch {
+	case h.Exec != nil:
+		timeout := hookTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(d), time.Second)
+		}
+		resp, err := r.cri.ExecSync(ctx, id, h.Exec.Command, timeout)
+		if err != nil {
+			return "", err
+		}
+		out := string(resp.Stdout) + string(resp.Stderr)
+		if resp.ExitCode != 0 {
+			return out, fmt.Errorf("command '%s' exited with %d: %s", strings.Join(h.Exec.Command, " "), resp.ExitCode, out)
+		}
+		return out, nil
+	case h.HTTPGet != nil:
+		return "", r.runHTTPHook(ctx, pod, c, h.HTTPGet)
+	case h.Sleep != nil:
+		select {
+		case <-ctx.Done():
+		case <-r.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		}
+		return "", nil
+	default:
+		return "", fmt.Errorf("lifecycle handler has no action")
+	}
+}
+
+// runHTTPHook sends the hook's GET; a status outside 200–399 is a failure. HTTPS is not verified, as in
+// the kubelet.
+func (r *Reconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
+	host := g.Host
+	if host == "" && pod != nil {
+		st, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			return err
+		}
+		if len(st.IPs) > 0 {
+			host = st.IPs[0]
+		} else if len(r.hostIPs) > 0 {
+			host = r.hostIPs[0]
+		}
+	}
+	port, err := podrules.ResolvePort(g.Port, c)
+	if err != nil {
+		return err
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	url := scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/" + strings.TrimPrefix(g.Path, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	for _, h := range g.HTTPHeaders {
+		req.Header.Add(h.Name, h.Value)
+	}
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // as the kubelet
+	resp, err := cl.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
+		return fmt.Errorf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %s", g.Path, c.Name, pod.Name, resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package podlifecycle
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// housekeepingPeriod is how often the agent looks for orphans (the kubelet's housekeeping period).
+const housekeepingPeriod = 2 * time.Second
+
+// housekeeping finds what no desired pod accounts for — sandboxes and containers of pods force-deleted
+// from the API or left by an earlier run, and pod directories with nothing behind them — and has them
+// cleaned up. Runtime orphans are handed to the Pod reconciler (by enqueuing their name), which stops
+// and removes them like any pod that is no longer desired.
+type housekeeping struct{ r *Reconciler }
+
+// Start runs housekeeping until ctx ends.
+func (h *housekeeping) Start(ctx context.Context) error {
+	t := h.r.clock.NewTicker(housekeepingPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			h.run(ctx)
+		}
+	}
+}
+
+func (h *housekeeping) run(ctx context.Context) {
+	r := h.r
+	desired := r.desiredUIDs(ctx)
+	if desired == nil || !r.staticSeen() {
+		return // the cache or a static pod source has not been read yet
+	}
+	inRuntime := map[types.UID]bool{}
+	for _, p := range r.pleg.Pods() {
+		inRuntime[p.UID] = true
+		if !desired[p.UID] && !r.known(p.UID) {
+			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	h.removeOrphanedDirs(ctx, desired, inRuntime)
+	h.removeOrphanedCgroups(ctx, desired, inRuntime)
+	r.enqueueOverwritten(ctx)
+	r.crash.GC()
+	r.sandboxBackoff.GC()
+}
+
+// desiredUIDs are the UIDs of the pods the API binds to this node.
+func (r *Reconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, p := range r.static.List() {
+		out[p.UID] = true
+	}
+	if r.client == nil {
+		return out
+	}
+	pods := &corev1.PodList{}
+	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.client.List(lctx, pods); err != nil {
+		return nil
+	}
+	for i := range pods.Items {
+		if pods.Items[i].Spec.NodeName == r.nodeName {
+			out[pods.Items[i].UID] = true
+		}
+	}
+	return out
+}
+
+// enqueueOverwritten syncs the pods whose status someone else overwrote in the API since the agent last
+// wrote it, so that the agent writes its own back (the kubelet's status manager reconciles statuses with
+// the API's copies the same way): status-only updates do not trigger a sync by themselves.
+func (r *Reconciler) enqueueOverwritten(ctx context.Context) {
+	if r.client == nil {
+		return
+	}
+	pods := &corev1.PodList{}
+	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.client.List(lctx, pods); err != nil {
+		return
+	}
+	writes := r.lastWrites()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if writes[p.UID].overwritten(p) {
+			ctrl.LoggerFrom(ctx).V(1).Info("Pod status overwritten in the API, writing it back", "pod", types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+}
+
+// lastWrites are the workers' last status writes by the UID of the object written (a static pod's is
+// its mirror pod's).
+func (r *Reconciler) lastWrites() map[types.UID]*statusWrite {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[types.UID]*statusWrite, len(r.workers))
+	for _, w := range r.workers {
+		if s := w.written.Load(); s != nil {
+			out[s.uid] = s
+		}
+	}
+	return out
+}
+
+// known reports whether a worker tracks uid (it is being synced or torn down).
+func (r *Reconciler) known(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.workers[uid]
+	return ok
+}
+
+// removeOrphanedDirs removes <root>/pods/<uid> of pods that are neither desired, tracked nor in the
+// runtime. Directories with something mounted below them are left for volume teardown.
+func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntime map[types.UID]bool) {
+	r := h.r
+	if r.rootDir == "" {
+		return
+	}
+	entries, err := os.ReadDir(filepath.Join(r.rootDir, "pods"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || desired[uid] || inRuntime[uid] || r.known(uid) {
+			continue
+		}
+		dir, err := runtime.PodDir(r.rootDir, uid)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Leaving a pod directory alone", "podUID", uid)
+			continue
+		}
+		if err := r.volumes.TearDown(ctx, uid); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to tear down volumes of an orphaned pod", "podUID", uid)
+			continue
+		}
+		if hasMounts(dir) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to remove orphaned pod directory", "podUID", uid)
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Removed orphaned pod directory", "podUID", uid)
+	}
+}
+
+// hasMounts reports whether anything is mounted at or below dir.
+func hasMounts(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return true // unknown: be safe
+	}
+	return containsMountUnder(string(b), dir)
+}
+
+func containsMountUnder(mountinfo, dir string) bool {
+	for _, line := range strings.Split(mountinfo, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 4 && (fields[4] == dir || len(fields[4]) > len(dir) && fields[4][:len(dir)+1] == dir+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,303 @@
+package podlifecycle
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// Reconciler runs the pods bound to this node: the kubelet's pod workers, SyncPod, SyncTerminatingPod
+// and SyncTerminatedPod on controller-runtime. The workqueue key is the pod's namespace/name, so one key
+// is never processed twice at once. Work that may take long — image pulls, stopping containers within
+// their grace period, lifecycle hooks — runs in the background and enqueues the pod when it ends, so a
+// 30 s grace period or a slow pull never holds up another pod.
+type Reconciler struct {
+	// Built by New from Deps and Options; optional dependencies not given are no-ops, never nil.
+	client         client.Client // nil in standalone mode
+	cri            Runtime
+	pleg           RelistedPods
+	recorder       EventRecorder
+	clock          clock.WithTicker
+	secrets        Objects                                         // nil in standalone mode
+	node           func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode
+	probes         Prober
+	volumes        Volumes
+	services       ServiceLister
+	static         StaticPods
+	staticKinds    []string
+	podCgroups     PodCgroups
+	nodeName       string
+	rootDir        string
+	hostIPs        []string
+	sandboxOpts    runtime.SandboxOptions
+	maxWorkers     int
+	resyncPeriod   time.Duration
+	sysctls        *SysctlAllowlist
+	seccompDefault bool
+
+	mu             sync.Mutex
+	workers        map[types.UID]*podWorker
+	byKey          map[types.NamespacedName]map[types.UID]bool
+	wake           chan event.GenericEvent
+	puller         *imagePuller
+	crash          *backoff
+	sandboxBackoff *backoff
+	metrics        *podMetrics
+	rtName         string
+}
+
+// Run runs the pod controller until ctx ends, with the PLEG, completions of background work, the static
+// pod store and the given sources (APIPodSource for the API's pods). It is deliberately not a manager
+// Runnable: a manager starts its runnables only once its caches have synced, and static pods must run
+// before — and without — an API server.
+func (r *Reconciler) Run(ctx context.Context, sources ...source.Source) error {
+	c, err := controller.NewTypedUnmanaged[reconcile.Request]("pod", controller.TypedOptions[reconcile.Request]{
+		Reconciler:              r,
+		MaxConcurrentReconciles: r.maxWorkers,
+		Logger:                  ctrl.LoggerFrom(ctx),
+		SkipNameValidation:      ptr.To(true),
+	})
+	if err != nil {
+		return err
+	}
+	all := append([]source.Source{source.Channel(r.wake, &handler.EnqueueRequestForObject{}), r.pleg.Source(), r.static.Source()}, sources...)
+	for _, src := range all {
+		if err := c.Watch(src); err != nil {
+			return err
+		}
+	}
+	go func() { _ = (&housekeeping{r: r}).Start(ctx) }()
+	return c.Start(ctx)
+}
+
+// APIPodSource enqueues the pods of the manager's (node-scoped) cache, ignoring status-only updates. It
+// registers with the informer without waiting for it to sync, so the controller starts at once even
+// while the API server is unreachable.
+func APIPodSource(c cache.Cache) source.Source {
+	pred := podSpecChanged()
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		inf, err := c.GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		add := func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
+			} else if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				if pod, ok := tomb.Obj.(*corev1.Pod); ok {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
+				}
+			}
+		}
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: add,
+			UpdateFunc: func(o, n any) {
+				op, ok1 := o.(*corev1.Pod)
+				np, ok2 := n.(*corev1.Pod)
+				if ok1 && ok2 && pred.Update(event.UpdateEvent{ObjectOld: op, ObjectNew: np}) {
+					add(n)
+				}
+			},
+			DeleteFunc: add,
+		})
+		return err
+	})
+}
+
+// podSpecChanged passes creations, deletions and updates that change what should run (spec generation,
+// deletion timestamp or grace period, labels, annotations), not status-only updates — except one that
+// leaves the pod's Ready condition out of step with its readiness gates (a gate's condition set through
+// pods/status), on which the kubelet syncs the pod too. The agent's own status writes pass neither test.
+func podSpecChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.GetGeneration() != n.GetGeneration() ||
+				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+				!equalInt64Ptr(o.GetDeletionGracePeriodSeconds(), n.GetDeletionGracePeriodSeconds()) ||
+				!equalMaps(o.GetLabels(), n.GetLabels()) || !equalMaps(o.GetAnnotations(), n.GetAnnotations()) ||
+				terminalPhase(o) != terminalPhase(n) || readinessOutOfStep(n)
+		},
+	}
+}
+
+// readinessOutOfStep: the pod's Ready condition no longer matches its readiness gates' conditions.
+func readinessOutOfStep(o any) bool {
+	p, ok := o.(*corev1.Pod)
+	return ok && podstatus.NeedsReadinessSync(p)
+}
+
+func terminalPhase(o any) bool {
+	p, ok := o.(*corev1.Pod)
+	return ok && isTerminalPhase(p.Status.Phase)
+}
+
+func isTerminalPhase(p corev1.PodPhase) bool {
+	return p == corev1.PodSucceeded || p == corev1.PodFailed
+}
+
+func equalInt64Ptr(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// enqueueKey asks for a reconcile of "namespace/name" (used by background work when it ends).
+func (r *Reconciler) enqueueKey(key string) {
+	ns, name := splitKey(key)
+	r.enqueue(types.NamespacedName{Namespace: ns, Name: name})
+}
+
+func (r *Reconciler) enqueue(key types.NamespacedName) {
+	stub := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	select {
+	case r.wake <- event.GenericEvent{Object: stub}:
+	default:
+		// The queue of wake-ups is full: the resync and the PLEG will bring the pod back.
+	}
+}
+
+func splitKey(key string) (string, string) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+
+// Reconcile converges everything the node runs under one pod name: old UIDs under that name are torn
+// down first, then the desired pod is synced, terminated or finished.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := r.clock.Now()
+	defer func() { r.metrics.workerDuration.Observe(r.clock.Since(start).Seconds()) }()
+	desired, err := r.desiredPod(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if desired == nil && !r.staticSeen() {
+		// Until every static pod source was read once, a pod missing from the store may just not have
+		// been read yet: never stop anything on that ground (an agent restart must not kill static pods).
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pod", req.NamespacedName))
+	res := result{}
+	blocked := false
+	for _, w := range r.workersFor(req.NamespacedName, desired) {
+		if desired != nil && w.uid == desired.UID {
+			continue
+		}
+		done, wr := r.terminateOrphan(ctx, w)
+		res.merge(wr)
+		blocked = blocked || !done
+	}
+	if desired == nil {
+		return res.ctrl(), nil
+	}
+	if blocked {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the previous pod with this name to terminate", "podUID", desired.UID)
+		return res.ctrl(), nil
+	}
+	w := r.workerFor(desired)
+	wr, err := r.syncWorker(ctx, w, desired)
+	res.merge(wr)
+	return res.ctrl(), err
+}
+
+// desiredPod is the pod the API says should run under key, or nil.
+func (r *Reconciler) desiredPod(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+	if pod, ok := r.static.Get(key); ok {
+		return pod, nil
+	}
+	if r.client == nil {
+		return nil, nil
+	}
+	pod := &corev1.Pod{}
+	gctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.client.Get(gctx, key, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get pod %s: %w", key, err)
+	}
+	if pod.Spec.NodeName != r.nodeName || podrules.IsMirrorPod(pod) {
+		return nil, nil // a mirror pod only reflects a static pod; it never runs by itself
+	}
+	return pod, nil
+}
+
+// apiReadTimeout bounds a read of the pod cache, which blocks while the API server is unreachable.
+const apiReadTimeout = 5 * time.Second
+
+// result collects when a pod wants to be looked at again.
+type result struct{ after time.Duration }
+
+func (r *result) merge(o result) {
+	if o.after > 0 && (r.after == 0 || o.after < r.after) {
+		r.after = o.after
+	}
+}
+
+func (r *result) requeueAfter(d time.Duration) { r.merge(result{after: d}) }
+
+func (r result) ctrl() ctrl.Result { return ctrl.Result{RequeueAfter: r.after} }
+
+// runtimeName is the runtime's name ("containerd"), the prefix of container IDs in pod status.
+func (r *Reconciler) runtimeName(ctx context.Context) string {
+	r.mu.Lock()
+	name := r.rtName
+	r.mu.Unlock()
+	if name != "" {
+		return name
+	}
+	v, err := r.cri.Version(ctx)
+	if err != nil {
+		return "containerd"
+	}
+	r.mu.Lock()
+	r.rtName = v.RuntimeName
+	r.mu.Unlock()
+	return v.RuntimeName
+}
+
+// Enqueue asks for a sync of the pod namespace/name (for the probes' result changes).
+func (r *Reconciler) Enqueue(key types.NamespacedName) { r.enqueue(key) }
+
+// staticSeen reports whether every configured static pod source has been read at least once.
+func (r *Reconciler) staticSeen() bool {
+	return r.static.SeenSources(r.staticKinds...)
+}

@@ -1,0 +1,342 @@
+package podlifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/probes"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// syncPod is the kubelet's SyncPod for a pod that should run: create the sandbox if needed, stop what
+// must stop, start what must start, then write the status the runtime now shows.
+func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
+	var res result
+	r.syncProbes(pod, st)
+	restartAll := r.restartingAllContainers(ctx, w, pod, st)
+	acts := computePodActions(pod, st, r.probeResults(), restartAll)
+	if acts.killPod {
+		r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
+		return r.writeStatus(ctx, w, pod, st)
+	}
+	if acts.done {
+		w.setState(terminating)
+		r.enqueue(w.key)
+		return r.writeStatus(ctx, w, pod, st)
+	}
+	if acts.createSandbox {
+		created, wait, err := r.createSandbox(ctx, w, pod, acts.sandboxAttempt)
+		if !created {
+			res.requeueAfter(wait)
+			wr, werr := r.writeStatus(ctx, w, pod, st)
+			res.merge(wr)
+			return res, errors.Join(err, werr)
+		}
+		if st, err = r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+			return res, err
+		}
+		acts = computePodActions(pod, st, r.probeResults(), restartAll)
+	}
+	if len(acts.reset) > 0 {
+		err := r.resetPod(ctx, w, pod, acts.reset)
+		wr, werr := r.writeStatus(ctx, w, pod, st)
+		return wr, errors.Join(err, werr)
+	}
+	if len(acts.kill) > 0 {
+		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
+	}
+	st, err := r.startInSandbox(ctx, w, pod, st, acts.start, &res)
+	if err != nil {
+		return res, err
+	}
+	res.requeueAfter(r.deadlineRemaining(w, pod))
+	res.requeueAfter(r.resyncPeriod)
+	wr, err := r.writeStatus(ctx, w, pod, st)
+	res.merge(wr)
+	return res, err
+}
+
+// startInSandbox sets up (or refreshes) the pod's volumes, then starts the containers due in its ready sandbox,
+// and returns the runtime state after the starts.
+func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, start []startAction, res *result) (*runtime.PodStatus, error) {
+	sb := st.ReadySandbox()
+	if sb == nil {
+		return st, nil
+	}
+	// Volumes are set up before the first container and refreshed on every sync after (ConfigMap,
+	// Secret and downward API changes reach running pods within a sync period).
+	if !r.setUpVolumes(ctx, w, pod) && len(start) > 0 {
+		res.requeueAfter(2 * time.Second) // containers start once every volume is ready
+		return st, nil
+	}
+	if len(start) == 0 {
+		return st, nil
+	}
+	sbCfg, err := r.sandboxConfig(pod, sb.GetMetadata().GetAttempt())
+	if err != nil {
+		return st, err
+	}
+	for _, s := range start {
+		res.merge(r.startContainer(ctx, w, pod, sb.Id, sbCfg, st, s))
+	}
+	if st, err = r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+		return st, err
+	}
+	r.syncProbes(pod, st)
+	return st, nil
+}
+
+func (r *Reconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	r.reportMissingClusterDNS(pod)
+	cfg, err := runtime.SandboxConfig(pod, attempt, r.sandboxOpts)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox config for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return cfg, nil
+}
+
+// createSandbox prepares the pod's directories and runs its sandbox. A failure is reported as the
+// kubelet does (FailedCreatePodSandBox) and retried with back-off.
+func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, attempt uint32) (bool, time.Duration, error) {
+	bkey := string(pod.UID) + "/sandbox"
+	if wait := r.sandboxBackoff.InBackOffSince(bkey, r.clock.Now()); wait > 0 {
+		return false, wait, nil
+	}
+	cfg, err := r.sandboxConfig(pod, attempt)
+	if err == nil && !r.ensurePodCgroup(ctx, pod, cfg) {
+		r.sandboxBackoff.Next(bkey, r.clock.Now())
+		return false, r.sandboxBackoff.Delay(bkey), nil
+	}
+	if err == nil {
+		err = r.makePodDirs(pod, cfg.LogDirectory)
+	}
+	var handler string
+	if err == nil {
+		handler, err = runtime.RuntimeHandler(pod, func(name string) (string, error) {
+			if r.secrets == nil {
+				return "", fmt.Errorf("runtime class %q: no API access", name)
+			}
+			return r.secrets.RuntimeHandler(ctx, name)
+		})
+	}
+	var id string
+	if err == nil {
+		start := r.clock.Now()
+		id, err = r.cri.RunPodSandbox(ctx, cfg, handler)
+		r.metrics.sandboxDuration.Observe(r.clock.Since(start).Seconds())
+	}
+	if err != nil {
+		r.sandboxBackoff.Next(bkey, r.clock.Now())
+		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to create pod sandbox")
+		return false, r.sandboxBackoff.Delay(bkey), nil
+	}
+	r.sandboxBackoff.Reset(bkey)
+	ctrl.LoggerFrom(ctx).V(1).Info("Created pod sandbox", "podSandboxID", id, "attempt", attempt)
+	return true, 0, nil
+}
+
+// makePodDirs creates <root>/pods/<uid> and the pod's log directory.
+func (r *Reconciler) makePodDirs(pod *corev1.Pod, logDir string) error {
+	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{podDir, logDir} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create pod directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// backoffKey identifies a container for the crash-loop back-off (the kubelet's GetBackoffKey).
+func backoffKey(pod *corev1.Pod, c *corev1.Container) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, c.Name, runtime.HashContainer(c))
+}
+
+// formatPod names a pod as the kubelet's messages do: name_namespace(uid).
+func formatPod(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// startContainer takes one container from nothing to running: back-off, image, environment, files,
+// create, start, postStart hook. Any step that cannot finish now records why the container waits.
+func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, sandboxID string,
+	sbCfg *runtimeapi.PodSandboxConfig, st *runtime.PodStatus, s startAction) result {
+	c := s.container
+	if s.lastExit == nil && s.restartCount == 0 {
+		// The runtime holds no attempt of it: count the attempts by their logs, as the kubelet does.
+		s.restartCount = restartCountFromLogs(r.containerLogDir(pod, c.Name))
+	}
+	if s.lastExit != nil {
+		key := backoffKey(pod, c)
+		if wait := r.crash.InBackOffSince(key, s.lastExit.FinishedAt); wait > 0 {
+			r.recorder.Eventf(containerRef(pod, c), corev1.EventTypeWarning, "BackOff",
+				"Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
+			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf(
+				"back-off %s restarting failed container=%s pod=%s", r.crash.Delay(key), c.Name, formatPod(pod))})
+			return result{after: wait}
+		}
+		r.crash.Next(key, s.lastExit.FinishedAt)
+	}
+	creds := func() pullCredentials { return r.pullCredentials(ctx, pod, c.Image) }
+	img := r.puller.Ensure(ctx, w.key.String(), pod, c, creds, sbCfg)
+	if img.waiting != nil {
+		r.setWaiting(w, c.Name, *img.waiting)
+		return result{after: img.retryIn}
+	}
+	cfg, err := r.containerConfig(ctx, pod, c, s, st, img.ref)
+	if err != nil {
+		return r.containerFailed(pod, w, c, "CreateContainerConfigError", err, 10*time.Second)
+	}
+	id, err := r.cri.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	if err != nil {
+		return r.containerFailed(pod, w, c, "CreateContainerError", err, 10*time.Second)
+	}
+	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
+	if err := r.cri.StartContainer(ctx, id); err != nil {
+		return r.containerFailed(pod, w, c, "RunContainerError", err, 10*time.Second)
+	}
+	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
+	r.metrics.containerStarts.Inc()
+	r.clearWaiting(w, c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		r.runPostStart(w, pod, c, id)
+	}
+	return result{}
+}
+
+// containerFailed records a failed container step the kubelet's way: a Failed event "Error: <reason>"
+// and the container waiting with that reason and message.
+func (r *Reconciler) containerFailed(pod *corev1.Pod, w *podWorker, c *corev1.Container, reason string, err error, retry time.Duration) result {
+	msg := err.Error()
+	r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)
+	r.setWaiting(w, c.Name, podstatus.Waiting{Reason: reason, Message: msg})
+	return result{after: retry}
+}
+
+// containerConfig resolves the environment and files of a container and builds its CRI config.
+func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, s startAction,
+	st *runtime.PodStatus, imageRef string) (*runtimeapi.ContainerConfig, error) {
+	podIPs := st.IPs
+	if pod.Spec.HostNetwork {
+		podIPs = r.hostIPs
+	}
+	var nodeAlloc corev1.ResourceList
+	var memCapacity int64
+	if n, err := r.node(ctx); err == nil {
+		nodeAlloc = n.Status.Allocatable
+		memCapacity = n.Status.Capacity.Memory().Value()
+	}
+	serviceEnv, err := r.serviceEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	env, _, err := runtime.MakeEnvironment(ctx, pod, c, runtime.EnvOptions{
+		NodeName: r.nodeName, HostIPs: r.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
+	}, r.secrets)
+	if err != nil {
+		return nil, err
+	}
+	envMap := make(map[string]string, len(env))
+	for _, kv := range env {
+		envMap[kv.Key] = string(kv.Value)
+	}
+	mounts, err := r.volumes.Mounts(pod, c, envMap)
+	if err != nil {
+		return nil, err
+	}
+	// The image's user, for runAsNonRoot and the user the container runs as (the kubelet's getImageUser).
+	imageUID, imageUser, err := runtime.LookupImageUser(ctx, r.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
+	if err != nil {
+		return nil, err
+	}
+	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := runtime.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
+	if err != nil {
+		return nil, err
+	}
+	termLog, err := runtime.NewTerminationLog(podDir, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	targetID, err := targetContainerID(s, st)
+	if err != nil {
+		return nil, err
+	}
+	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
+		ImageUID: imageUID, ImageUsername: imageUser,
+		SeccompDefault: r.seccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.rootDir),
+		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
+		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
+	})
+}
+
+// targetContainerID is the runtime ID of an ephemeral container's target (its newest attempt), as the
+// kubelet's getTargetID resolves it; "" without a target.
+func targetContainerID(s startAction, st *runtime.PodStatus) (string, error) {
+	if s.target == "" {
+		return "", nil
+	}
+	t := st.FindContainer(s.target)
+	if t == nil {
+		return "", fmt.Errorf("unable to find target container %v", s.target)
+	}
+	return t.ID, nil
+}
+
+// syncProbes tells the probe workers which containers run now.
+func (r *Reconciler) syncProbes(pod *corev1.Pod, st *runtime.PodStatus) {
+	infos := make([]probes.ContainerInfo, 0, len(st.Containers))
+	seen := map[string]bool{}
+	for _, c := range st.Containers { // newest first: the first attempt of a name is the current one
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		infos = append(infos, probes.ContainerInfo{Name: c.Name, ID: c.ID, StartedAt: c.StartedAt,
+			Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING})
+	}
+	ips := st.IPs
+	if pod.Spec.HostNetwork {
+		ips = r.hostIPs
+	}
+	r.probes.Sync(pod, ips, infos)
+}
+
+// probeResults is the probes' view for computePodActions.
+func (r *Reconciler) probeResults() probeResults { return r.probes }
+
+// setUpVolumes prepares (and refreshes) the pod's volumes. Each failure is a FailedMount event — once
+// per distinct message, not on every sync — and the containers wait in ContainerCreating. It returns
+// whether every volume is ready.
+func (r *Reconciler) setUpVolumes(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
+	errs := r.volumes.SetUp(ctx, pod)
+	seen := map[string]bool{}
+	for _, err := range errs {
+		msg := err.Error()
+		seen[msg] = true
+		if !w.mountErrors[msg] {
+			r.recorder.Event(podRef(pod), corev1.EventTypeWarning, "FailedMount", msg)
+			ctrl.LoggerFrom(ctx).Info("Volume set-up failed", "err", msg)
+		}
+	}
+	w.mountErrors = seen
+	return len(errs) == 0 || r.volumes.Ready(pod.UID)
+}

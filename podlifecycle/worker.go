@@ -1,0 +1,265 @@
+package podlifecycle
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// lifecycle is a pod's stage on the node; it only moves forward.
+type lifecycle int
+
+const (
+	syncing lifecycle = iota
+	terminating
+	terminated
+)
+
+func (l lifecycle) String() string {
+	return [...]string{"syncing", "terminating", "terminated"}[l]
+}
+
+// podWorker is the agent's memory of one pod UID. Everything in it can be rebuilt from the runtime and
+// the API after a restart; it only remembers what the runtime does not say (admission, grace periods,
+// waiting reasons, background work in flight).
+//
+// Who may touch what: a worker is driven by the reconcile of its key, which the workqueue never runs
+// twice at once; the fields below without a note belong to that reconcile alone. Other pods' reconciles
+// read a worker during their admission (admittedPods), so what admission reads is shared: the state and
+// admitted flag are atomics (read them with stage and isAdmitted), and pod is written only under the
+// reconciler's mu. Background work (hooks, kills) reaches a worker only through mu (waiting, postStart)
+// or by enqueueing its key.
+type podWorker struct {
+	uid types.UID
+	key types.NamespacedName
+	// pod is the last desired pod seen (kept after the API object is gone, to terminate it properly).
+	// Guarded by the reconciler's mu for writes; the object it points to is never changed.
+	pod *corev1.Pod
+
+	// state is a lifecycle, read by other pods' admission: only through stage and setState.
+	state atomic.Int32
+	// admitted is read by other pods' admission: only through isAdmitted and setAdmitted.
+	admitted atomic.Bool
+	override *podstatus.Override
+	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds).
+	syncedAt time.Time
+
+	// Termination: grace only shrinks; kill is the stop in flight.
+	gracePeriod      int64
+	terminatingSince time.Time
+	kill             *killOp
+	tornDown         bool
+
+	waiting     map[string]podstatus.Waiting
+	mountErrors map[string]bool
+	postStart   map[string]bool // container IDs whose postStart hook runs
+	// lastStatus is the status last computed; written is the last status write (read by housekeeping).
+	lastStatus    *corev1.PodStatus
+	written       atomic.Pointer[statusWrite]
+	startObserved bool
+}
+
+// stage is the worker's lifecycle now.
+func (w *podWorker) stage() lifecycle { return lifecycle(w.state.Load()) }
+
+// setState moves the lifecycle forward only.
+func (w *podWorker) setState(s lifecycle) {
+	for {
+		cur := w.state.Load()
+		if int32(s) <= cur || w.state.CompareAndSwap(cur, int32(s)) {
+			return
+		}
+	}
+}
+
+// isAdmitted reports whether the pod passed admission (or was found running, which needs none).
+func (w *podWorker) isAdmitted() bool { return w.admitted.Load() }
+
+func (w *podWorker) setAdmitted() { w.admitted.Store(true) }
+
+// workersFor returns the workers of every UID known under key: from earlier syncs, from the runtime (a
+// restart, or pods left by an earlier run) and the desired pod.
+func (r *Reconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) []*podWorker {
+	runtimeUIDs := map[types.UID]bool{}
+	for _, p := range r.pleg.Pods() {
+		if p.Namespace == key.Namespace && p.Name == key.Name {
+			runtimeUIDs[p.UID] = true
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid := range runtimeUIDs {
+		r.ensureWorkerLocked(uid, key)
+	}
+	if desired != nil {
+		r.ensureWorkerLocked(desired.UID, key)
+	}
+	var out []*podWorker
+	for uid := range r.byKey[key] {
+		out = append(out, r.workers[uid])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
+	return out
+}
+
+func (r *Reconciler) ensureWorkerLocked(uid types.UID, key types.NamespacedName) *podWorker {
+	w, ok := r.workers[uid]
+	if !ok {
+		w = &podWorker{uid: uid, key: key, gracePeriod: -1, waiting: map[string]podstatus.Waiting{}, postStart: map[string]bool{}}
+		r.workers[uid] = w
+		if r.byKey[key] == nil {
+			r.byKey[key] = map[types.UID]bool{}
+		}
+		r.byKey[key][uid] = true
+	}
+	return w
+}
+
+// workerFor returns the worker of the desired pod, remembering the pod.
+func (r *Reconciler) workerFor(pod *corev1.Pod) *podWorker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.ensureWorkerLocked(pod.UID, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	w.pod = pod.DeepCopy()
+	return w
+}
+
+// forget drops a worker whose pod is fully gone.
+func (r *Reconciler) forget(w *podWorker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.workers, w.uid)
+	if m := r.byKey[w.key]; m != nil {
+		delete(m, w.uid)
+		if len(m) == 0 {
+			delete(r.byKey, w.key)
+		}
+	}
+	r.puller.Forget(w.key.String())
+	r.probes.RemovePod(w.uid)
+}
+
+// admittedPods are the pods whose resources count against the node: admitted, not terminated.
+func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*corev1.Pod
+	for uid, w := range r.workers {
+		if uid != except && w.isAdmitted() && w.stage() != terminated && w.pod != nil {
+			out = append(out, w.pod)
+		}
+	}
+	return out
+}
+
+// syncWorker drives the desired pod's worker one step: admission, sync, termination, or finishing.
+func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, error) {
+	status, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return result{}, err
+	}
+	if w.stage() == syncing && !w.isAdmitted() {
+		if done := r.admitPod(ctx, w, pod, status); done {
+			return r.writeStatus(ctx, w, pod, status)
+		}
+	}
+	if w.stage() == syncing && r.shouldTerminate(ctx, w, pod) {
+		w.setState(terminating)
+	}
+	if w.stage() == syncing {
+		return r.syncPod(ctx, w, pod, status)
+	}
+	return r.terminatePod(ctx, w, pod, status)
+}
+
+// runtimeActive reports whether a container of the pod runs or its sandbox is ready.
+func runtimeActive(st *runtime.PodStatus) bool {
+	if len(runningContainers(st)) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(st.Sandboxes, func(sb *runtimeapi.PodSandboxStatus) bool {
+		return sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+	})
+}
+
+// shouldTerminate reports whether a syncing pod must stop: it is being deleted, its phase is terminal,
+// or the agent decided its fate (activeDeadlineSeconds).
+func (r *Reconciler) shouldTerminate(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || isTerminalPhase(pod.Status.Phase) || w.override != nil {
+		return true
+	}
+	return r.deadlineExceeded(ctx, w, pod)
+}
+
+// deadlineExceeded applies activeDeadlineSeconds: the pod fails with DeadlineExceeded once it has been
+// active on the node longer than that.
+func (r *Reconciler) deadlineExceeded(_ context.Context, w *podWorker, pod *corev1.Pod) bool {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return false
+	}
+	start := w.syncedAt
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	if start.IsZero() || r.clock.Since(start) < time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second {
+		return false
+	}
+	const msg = "Pod was active on the node longer than the specified deadline"
+	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: msg}
+	r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "DeadlineExceeded", msg)
+	return true
+}
+
+// deadlineRemaining is how long until activeDeadlineSeconds fires (0: no deadline).
+func (r *Reconciler) deadlineRemaining(w *podWorker, pod *corev1.Pod) time.Duration {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return 0
+	}
+	start := w.syncedAt
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	return max(time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second-r.clock.Since(start), time.Millisecond)
+}
+
+// admitPod admits a pod on its first sync. A pod the runtime already runs (an agent restart) and a pod
+// already in a terminal phase are not checked again. A pod in a terminal phase is known terminated only
+// when nothing of it runs either (the kubelet's check of its runtime cache): a terminal phase that someone
+// else wrote while its containers ran is a reason to stop them — preStop hooks and grace period
+// included — not a sign that they were stopped. It returns true when the pod was rejected.
+func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod, status *runtime.PodStatus) bool {
+	if w.syncedAt.IsZero() {
+		w.syncedAt = r.clock.Now()
+	}
+	if isTerminalPhase(pod.Status.Phase) && !runtimeActive(status) {
+		w.setState(terminated)
+		return false
+	}
+	if len(status.Sandboxes) > 0 || len(status.Containers) > 0 {
+		w.setAdmitted()
+		return false
+	}
+	node, err := r.node(ctx)
+	if err != nil {
+		node = nil // unknown (standalone, or the API server is away): admitted without its resources and labels
+	}
+	res := runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.sysctls)
+	if res.admit {
+		w.setAdmitted()
+		return false
+	}
+	r.recorder.Event(podRef(pod), corev1.EventTypeWarning, res.reason, res.message)
+	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: res.reason, Message: "Pod was rejected: " + res.message, Rejected: true}
+	w.setState(terminated)
+	w.tornDown = true
+	return true
+}
