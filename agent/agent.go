@@ -67,6 +67,9 @@ type Simulation struct {
 	RelistPeriod time.Duration
 	// Workers bounds the pods synced at once (default 32).
 	Workers int
+	// HousekeepingPeriod is how often orphaned pods, directories and overwritten statuses are looked
+	// for (default 2 s, the kubelet's).
+	HousekeepingPeriod time.Duration
 	// Leases, when set, renews the node's Lease with the other nodes of the process (hollow nodes)
 	// instead of on a timer of its own.
 	Leases *controllers.LeaseBatch

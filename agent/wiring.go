@@ -177,8 +177,11 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 		Workers:     32, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
 		Sysctls: sysctls, SeccompDefault: kc.SeccompDefault != nil && *kc.SeccompDefault,
 	}
-	if sim := a.opts.Simulation; sim != nil && sim.Workers > 0 {
-		opts.Workers = sim.Workers
+	if sim := a.opts.Simulation; sim != nil {
+		if sim.Workers > 0 {
+			opts.Workers = sim.Workers
+		}
+		opts.HousekeepingPeriod = sim.HousekeepingPeriod
 	}
 	return opts, nil
 }

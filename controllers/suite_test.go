@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"time"
+
 	"context"
 	"net/http"
 	"os"
@@ -37,6 +39,8 @@ func TestControllers(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
+	// Waits on a loaded 2-core machine (CI runs the suites beside other work) need more than Gomega's 1 s.
+	SetDefaultEventuallyTimeout(5 * time.Second)
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
 		"KUBEBUILDER_ASSETS must point at etcd, kube-apiserver and kubectl (run the tests with `make test`)")

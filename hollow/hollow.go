@@ -198,7 +198,7 @@ func startNodes(ctx context.Context, restCfg *rest.Config, o Options, sh shared)
 			nodes[i], errs[i] = simnode.Start(ctx, restCfg, simnode.Options{
 				Spec:   simnode.Spec{Name: name, NodeIP: nodeIP(i), Logger: o.Logger.WithName(name)},
 				NoWait: true, Services: sh.services, Leases: sh.leases,
-				RelistPeriod: o.RelistPeriod, Workers: o.Workers,
+				RelistPeriod: o.RelistPeriod, Workers: o.Workers, HousekeepingPeriod: time.Minute,
 				Recorder: sh.events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}),
 			})
 		}()

@@ -90,6 +90,9 @@ type Options struct {
 	Sysctls *SysctlAllowlist
 	// SeccompDefault is seccompDefault: containers that name no seccomp profile run RuntimeDefault.
 	SeccompDefault bool
+	// HousekeepingPeriod is how often orphans are looked for (default 2 s, the kubelet's); hollow nodes
+	// look less often.
+	HousekeepingPeriod time.Duration
 }
 
 // New builds the pod reconciler. It fails, naming them, when required dependencies or settings are
@@ -105,7 +108,8 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		static: deps.Static, podCgroups: deps.PodCgroups,
 		nodeName: opts.NodeName, rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox,
 		staticKinds: opts.StaticKinds, maxWorkers: max(opts.Workers, 1), resyncPeriod: opts.ResyncPeriod,
-		sysctls: opts.Sysctls, seccompDefault: opts.SeccompDefault,
+		housekeepingPeriod: opts.HousekeepingPeriod,
+		sysctls:            opts.Sysctls, seccompDefault: opts.SeccompDefault,
 		workers: map[types.UID]*podWorker{}, byKey: map[types.NamespacedName]map[types.UID]bool{},
 		wake: make(chan event.GenericEvent, 1024), metrics: newPodMetrics(nil),
 	}
@@ -178,6 +182,9 @@ func (r *Reconciler) defaults() {
 	}
 	if r.resyncPeriod <= 0 {
 		r.resyncPeriod = time.Minute
+	}
+	if r.housekeepingPeriod <= 0 {
+		r.housekeepingPeriod = defaultHousekeepingPeriod
 	}
 }
 

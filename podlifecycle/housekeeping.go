@@ -10,12 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/runtime"
 )
 
-// housekeepingPeriod is how often the agent looks for orphans (the kubelet's housekeeping period).
-const housekeepingPeriod = 2 * time.Second
+// defaultHousekeepingPeriod is how often the agent looks for orphans (the kubelet's housekeeping period).
+const defaultHousekeepingPeriod = 2 * time.Second
 
 // housekeeping finds what no desired pod accounts for — sandboxes and containers of pods force-deleted
 // from the API or left by an earlier run, and pod directories with nothing behind them — and has them
@@ -25,7 +26,7 @@ type housekeeping struct{ r *Reconciler }
 
 // Start runs housekeeping until ctx ends.
 func (h *housekeeping) Start(ctx context.Context) error {
-	t := h.r.clock.NewTicker(housekeepingPeriod)
+	t := h.r.clock.NewTicker(h.r.housekeepingPeriod)
 	defer t.Stop()
 	for {
 		select {
@@ -39,10 +40,11 @@ func (h *housekeeping) Start(ctx context.Context) error {
 
 func (h *housekeeping) run(ctx context.Context) {
 	r := h.r
-	desired := r.desiredUIDs(ctx)
-	if desired == nil || !r.staticSeen() {
+	apiPods, ok := r.apiPods(ctx)
+	if !ok || !r.staticSeen() {
 		return // the cache or a static pod source has not been read yet
 	}
+	desired := r.desiredUIDs(apiPods)
 	inRuntime := map[types.UID]bool{}
 	for _, p := range r.pleg.Pods() {
 		inRuntime[p.UID] = true
@@ -52,29 +54,36 @@ func (h *housekeeping) run(ctx context.Context) {
 	}
 	h.removeOrphanedDirs(ctx, desired, inRuntime)
 	h.removeOrphanedCgroups(ctx, desired, inRuntime)
-	r.enqueueOverwritten(ctx)
+	r.enqueueOverwritten(ctx, apiPods)
 	r.crash.GC()
 	r.sandboxBackoff.GC()
 }
 
-// desiredUIDs are the UIDs of the pods the API binds to this node.
-func (r *Reconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
+// apiPods are the API's pods in the node's cache, shared with the cache: read them, never change them
+// (housekeeping runs every 2 s, and copying every pod each time is most of its cost). ok is false while
+// the cache cannot answer; standalone, there are none.
+func (r *Reconciler) apiPods(ctx context.Context) (pods []corev1.Pod, ok bool) {
+	if r.client == nil {
+		return nil, true
+	}
+	list := &corev1.PodList{}
+	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := r.client.List(lctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, false
+	}
+	return list.Items, true
+}
+
+// desiredUIDs are the UIDs of the static pods and of the API's pods bound to this node.
+func (r *Reconciler) desiredUIDs(apiPods []corev1.Pod) map[types.UID]bool {
 	out := map[types.UID]bool{}
 	for _, p := range r.static.List() {
 		out[p.UID] = true
 	}
-	if r.client == nil {
-		return out
-	}
-	pods := &corev1.PodList{}
-	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
-	defer cancel()
-	if err := r.client.List(lctx, pods); err != nil {
-		return nil
-	}
-	for i := range pods.Items {
-		if pods.Items[i].Spec.NodeName == r.nodeName {
-			out[pods.Items[i].UID] = true
+	for i := range apiPods {
+		if apiPods[i].Spec.NodeName == r.nodeName {
+			out[apiPods[i].UID] = true
 		}
 	}
 	return out
@@ -83,19 +92,10 @@ func (r *Reconciler) desiredUIDs(ctx context.Context) map[types.UID]bool {
 // enqueueOverwritten syncs the pods whose status someone else overwrote in the API since the agent last
 // wrote it, so that the agent writes its own back (the kubelet's status manager reconciles statuses with
 // the API's copies the same way): status-only updates do not trigger a sync by themselves.
-func (r *Reconciler) enqueueOverwritten(ctx context.Context) {
-	if r.client == nil {
-		return
-	}
-	pods := &corev1.PodList{}
-	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)
-	defer cancel()
-	if err := r.client.List(lctx, pods); err != nil {
-		return
-	}
+func (r *Reconciler) enqueueOverwritten(ctx context.Context, apiPods []corev1.Pod) {
 	writes := r.lastWrites()
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range apiPods {
+		p := &apiPods[i]
 		if writes[p.UID].overwritten(p) {
 			ctrl.LoggerFrom(ctx).V(1).Info("Pod status overwritten in the API, writing it back", "pod", types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})

@@ -36,27 +36,29 @@ import (
 // 30 s grace period or a slow pull never holds up another pod.
 type Reconciler struct {
 	// Built by New from Deps and Options; optional dependencies not given are no-ops, never nil.
-	client         client.Client // nil in standalone mode
-	cri            Runtime
-	pleg           RelistedPods
-	recorder       EventRecorder
-	clock          clock.WithTicker
-	secrets        Objects                                         // nil in standalone mode
-	node           func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode
-	probes         Prober
-	volumes        Volumes
-	services       ServiceLister
-	static         StaticPods
-	staticKinds    []string
-	podCgroups     PodCgroups
-	nodeName       string
-	rootDir        string
-	hostIPs        []string
-	sandboxOpts    runtime.SandboxOptions
-	maxWorkers     int
-	resyncPeriod   time.Duration
-	sysctls        *SysctlAllowlist
-	seccompDefault bool
+	client       client.Client // nil in standalone mode
+	cri          Runtime
+	pleg         RelistedPods
+	recorder     EventRecorder
+	clock        clock.WithTicker
+	secrets      Objects                                         // nil in standalone mode
+	node         func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode
+	probes       Prober
+	volumes      Volumes
+	services     ServiceLister
+	static       StaticPods
+	staticKinds  []string
+	podCgroups   PodCgroups
+	nodeName     string
+	rootDir      string
+	hostIPs      []string
+	sandboxOpts  runtime.SandboxOptions
+	maxWorkers   int
+	resyncPeriod time.Duration
+	// housekeepingPeriod is how often orphans are looked for.
+	housekeepingPeriod time.Duration
+	sysctls            *SysctlAllowlist
+	seccompDefault     bool
 
 	mu             sync.Mutex
 	workers        map[types.UID]*podWorker

@@ -63,6 +63,8 @@ type Options struct {
 	// Recorder, when set, records the node's events (hollow nodes share one broadcaster); default: the
 	// node's own recorder, as the kubelet's.
 	Recorder record.EventRecorder
+	// HousekeepingPeriod is how often the node looks for orphans (default 2 s, the kubelet's).
+	HousekeepingPeriod time.Duration
 	// Leases, when set, renews the node's Lease in a batch with other nodes (default: its own timer).
 	Leases *controllers.LeaseBatch
 	// Metrics registers the node's metrics (default: a registry of its own).
@@ -133,7 +135,7 @@ func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options)
 		Metrics: metrics, Recorder: opts.Recorder,
 		Services: opts.Services,
 		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod,
-			Workers: opts.Workers, Leases: opts.Leases},
+			Workers: opts.Workers, Leases: opts.Leases, HousekeepingPeriod: opts.HousekeepingPeriod},
 	})
 	if err != nil {
 		n.runtime.Stop()
