@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -53,7 +54,7 @@ func (l *NodeLock) Context(ctx context.Context) (context.Context, func() bool) {
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, func() bool { return context.Cause(ctx) == errLockContention }
+	return ctx, func() bool { return errors.Is(context.Cause(ctx), errLockContention) }
 }
 
 var errLockContention = fmt.Errorf("lock file contention")
