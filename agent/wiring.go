@@ -37,11 +37,7 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	plegOpts := runtime.PLEGOptions{Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true}
-	if sim := a.opts.Simulation; sim != nil && sim.RelistPeriod > 0 {
-		plegOpts.Period, plegOpts.EventBuffer = sim.RelistPeriod, 64
-	}
-	pleg := runtime.NewPLEG(cri, plegOpts)
+	pleg := runtime.NewPLEG(cri, a.plegOptions())
 	a.local = append(a.local, pleg)
 	if err := a.addChecks(pleg); err != nil {
 		return err
@@ -56,17 +52,22 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 		sources = append(sources, podlifecycle.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
-	if a.opts.Simulation == nil {
-		srv, err := a.nodeServer(restCfg, store)
-		if err != nil {
-			return err
-		}
-		a.local = append(a.local, srv)
+	if err := a.setupHost(restCfg, store, recorder, connector); err != nil {
+		return err
 	}
 	if a.standalone {
 		return nil
 	}
 	return a.setupAPI(ctx, recorder, ips, pleg, store)
+}
+
+// plegOptions relists every second, as the kubelet, or as the simulation says.
+func (a *Agent) plegOptions() runtime.PLEGOptions {
+	o := runtime.PLEGOptions{Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true}
+	if sim := a.opts.Simulation; sim != nil && sim.RelistPeriod > 0 {
+		o.Period, o.EventBuffer = sim.RelistPeriod, 64
+	}
+	return o
 }
 
 // probe is the simulation's probe answer: Probe, or success.

@@ -227,7 +227,15 @@ func TestValidationErrors(t *testing.T) {
 		{"negative max pods", "maxPods: -1\n", []string{"maxPods"}},
 		{"negative lease", "nodeLeaseDurationSeconds: -1\n", []string{"nodeLeaseDurationSeconds"}},
 		{"image gc low above high", "imageGCHighThresholdPercent: 50\nimageGCLowThresholdPercent: 60\n", []string{"imageGCLowThresholdPercent"}},
+		{"image gc low equal to high", "imageGCHighThresholdPercent: 50\nimageGCLowThresholdPercent: 50\n",
+			[]string{"imageGCLowThresholdPercent", "must be less than imageGCHighThresholdPercent (50)"}},
 		{"image gc out of range", "imageGCHighThresholdPercent: 101\n", []string{"imageGCHighThresholdPercent"}},
+		{"image gc negative low", "imageGCLowThresholdPercent: -1\n", []string{"imageGCLowThresholdPercent", "between 0 and 100"}},
+		{"image gc negative minimum age", "imageMinimumGCAge: -1s\n", []string{"imageMinimumGCAge"}},
+		{"image gc maximum age not above minimum", "imageMinimumGCAge: 5m\nimageMaximumGCAge: 5m\n",
+			[]string{"imageMaximumGCAge", "must be greater than imageMinimumGCAge (5m0s)"}},
+		{"image gc maximum age without its gate", "imageMaximumGCAge: 1h\nfeatureGates:\n  ImageMaximumGCAge: false\n",
+			[]string{"imageMaximumGCAge", "ImageMaximumGCAge feature gate is required"}},
 		{"bad authorization mode", "authorization:\n  mode: RBAC\n", []string{"authorization.mode", "RBAC"}},
 		{"tcp runtime endpoint", "containerRuntimeEndpoint: tcp://127.0.0.1:1234\n", []string{"containerRuntimeEndpoint"}},
 		{"relative runtime endpoint", "containerRuntimeEndpoint: unix://run/x.sock\n", []string{"containerRuntimeEndpoint"}},
@@ -244,6 +252,29 @@ func TestValidationErrors(t *testing.T) {
 			_, err := loadFileT(t, header+tc.body)
 			wantErrContains(t, err, tc.want...)
 		})
+	}
+}
+
+func TestImageGCSettingsValid(t *testing.T) {
+	for _, body := range []string{
+		"imageGCHighThresholdPercent: 100\n",
+		"imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 1ns\n",
+		"imageMinimumGCAge: 1m\nimageMaximumGCAge: 61s\n",
+		"imageMaximumGCAge: 0s\nfeatureGates:\n  ImageMaximumGCAge: false\n",
+	} {
+		c, err := loadFileT(t, header+body)
+		if err != nil {
+			t.Errorf("%q: %v", body, err)
+			continue
+		}
+		if *c.Kubelet.ImageGCHighThresholdPercent == 0 || c.Kubelet.ImageMinimumGCAge.Duration == 0 {
+			t.Errorf("%q: high %d, minimum age %v", body, *c.Kubelet.ImageGCHighThresholdPercent, c.Kubelet.ImageMinimumGCAge)
+		}
+	}
+	// imageMinimumGCAge 0 is defaulted to 2m, as by the kubelet; 1ns is kept.
+	c := mustLoadFile(t, header+"imageMinimumGCAge: 1ns\n")
+	if c.Kubelet.ImageMinimumGCAge.Duration != time.Nanosecond {
+		t.Errorf("imageMinimumGCAge = %v, want 1ns", c.Kubelet.ImageMinimumGCAge)
 	}
 }
 

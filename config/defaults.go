@@ -26,9 +26,10 @@ const (
 	kubeletOOMScoreAdj              = -999
 	maxContainerBackOff             = 300 * time.Second
 
-	// Feature gates (on by default in v1.37) that change defaulting.
+	// Feature gates (on by default in v1.37) that change defaulting or validation.
 	gateCrashLoopBackOffMax      = "KubeletCrashLoopBackOffMax"
 	gateEnsureSecretPulledImages = "KubeletEnsureSecretPulledImages"
+	gateImageMaximumGCAge        = "ImageMaximumGCAge"
 )
 
 // DefaultEvictionHard returns a fresh copy of the kubelet's Linux hard

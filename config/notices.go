@@ -59,6 +59,9 @@ var implementedFields = map[string]bool{
 	"tlsMinVersion": true, "tlsCipherSuites": true, "tlsCurvePreferences": true,
 	"allowedUnsafeSysctls": true, "seccompDefault": true, "podPidsLimit": true, "protectKernelDefaults": true,
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
+	// Image garbage collection (issue 13).
+	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true,
+	"imageMinimumGCAge": true, "imageMaximumGCAge": true,
 }
 
 // partialFields are struct fields of which nodelet implements only some sub-fields: their sub-fields are

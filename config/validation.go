@@ -233,6 +233,9 @@ func validateReserved(m map[string]string, p *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateImageGC checks the image garbage collection settings as the kubelet does: thresholds in
+// 0..100 with low below high, and a maximum age (which needs the ImageMaximumGCAge gate, on by default)
+// above the minimum age. Negative ages are validateDurations'.
 func validateImageGC(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorList {
 	var errs field.ErrorList
 	high, low := k.ImageGCHighThresholdPercent, k.ImageGCLowThresholdPercent
@@ -244,9 +247,17 @@ func validateImageGC(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorLi
 			errs = append(errs, field.Invalid(field.NewPath(f.name), *f.v, "must be between 0 and 100, inclusive"))
 		}
 	}
-	if high != nil && low != nil && *low > *high {
+	if high != nil && low != nil && *low >= *high {
 		errs = append(errs, field.Invalid(field.NewPath("imageGCLowThresholdPercent"), *low,
-			fmt.Sprintf("must not be greater than imageGCHighThresholdPercent (%d)", *high)))
+			fmt.Sprintf("must be less than imageGCHighThresholdPercent (%d)", *high)))
+	}
+	maxAge, minAge := k.ImageMaximumGCAge.Duration, k.ImageMinimumGCAge.Duration
+	if maxAge != 0 && !gateEnabled(k, gateImageMaximumGCAge) {
+		errs = append(errs, field.Forbidden(field.NewPath("imageMaximumGCAge"), "ImageMaximumGCAge feature gate is required"))
+	}
+	if maxAge > 0 && maxAge <= minAge {
+		errs = append(errs, field.Invalid(field.NewPath("imageMaximumGCAge"), maxAge.String(),
+			fmt.Sprintf("must be greater than imageMinimumGCAge (%v)", minAge)))
 	}
 	return errs
 }

@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/imagegc"
+	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/staticpods"
+)
+
+// setupHost wires what only a real node runs (a simulated one has neither): the node API server and
+// the image garbage collector.
+func (a *Agent) setupHost(restCfg *rest.Config, store *staticpods.Store, rec record.EventRecorder, connector *runtime.Connector) error {
+	if a.opts.Simulation != nil {
+		return nil
+	}
+	srv, err := a.nodeServer(restCfg, store)
+	if err != nil {
+		return err
+	}
+	gc, err := a.imageGC(rec, connector)
+	if err != nil {
+		return err
+	}
+	a.local = append(a.local, srv, gc)
+	return nil
+}
+
+// imageGC is the kubelet's image garbage collector, as imageGCHighThresholdPercent,
+// imageGCLowThresholdPercent, imageMinimumGCAge and imageMaximumGCAge say (validated by config). Its
+// first pass waits for the runtime to answer.
+func (a *Agent) imageGC(rec record.EventRecorder, connector *runtime.Connector) (*imagegc.Manager, error) {
+	kc := &a.cfg.Kubelet
+	return imagegc.New(imagegc.Options{
+		Runtime: a.cri, Clock: a.clock(), Recorder: rec, NodeName: a.cfg.NodeName, Metrics: a.opts.Metrics,
+		Ready: connector.Connected(),
+		Policy: imagegc.Policy{
+			HighThresholdPercent: int(derefInt32(kc.ImageGCHighThresholdPercent, 85)),
+			LowThresholdPercent:  int(derefInt32(kc.ImageGCLowThresholdPercent, 80)),
+			MinAge:               kc.ImageMinimumGCAge.Duration,
+			MaxAge:               kc.ImageMaximumGCAge.Duration,
+		},
+	})
+}
