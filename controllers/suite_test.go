@@ -5,8 +5,6 @@ import (
 
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -23,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/nodeenv"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
 )
@@ -42,15 +41,9 @@ var _ = BeforeSuite(func() {
 	// Waits on a loaded 2-core machine (CI runs the suites beside other work) need more than Gomega's 1 s.
 	SetDefaultEventuallyTimeout(5 * time.Second)
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
-		"KUBEBUILDER_ASSETS must point at etcd, kube-apiserver and kubectl (run the tests with `make test`)")
-	testEnv = &envtest.Environment{}
-	// Run the API server as a real cluster does, so the agent is tested with a node's own rights.
-	args := testEnv.ControlPlane.GetAPIServer().Configure()
-	args.Set("authorization-mode", "Node", "RBAC")
-	args.Set("enable-admission-plugins", "NodeRestriction")
+	// The API server runs as a real cluster's does, so the agent is tested with a node's own rights.
 	var err error
-	adminCfg, err = testEnv.Start()
+	testEnv, adminCfg, err = nodeenv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	admin, err = client.New(adminCfg, client.Options{Scheme: clientgoscheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
@@ -65,9 +58,9 @@ var _ = AfterSuite(func() {
 // nodeConfig returns a REST config that authenticates as the kubelet of nodeName (system:node:<name> in
 // system:nodes), so tests run under the Node authorizer and NodeRestriction exactly as the agent does.
 func nodeConfig(nodeName string) *rest.Config {
-	u, err := testEnv.AddUser(envtest.User{Name: "system:node:" + nodeName, Groups: []string{"system:nodes"}}, nil)
+	cfg, err := nodeenv.NodeConfig(testEnv, nodeName)
 	Expect(err).NotTo(HaveOccurred())
-	return u.Config()
+	return cfg
 }
 
 // newNodeManager builds a manager as main does, scoped to nodeName, with the node's credentials.
@@ -105,17 +98,8 @@ func startManager(mgr ctrl.Manager) {
 
 // startFakeRuntime serves an in-memory CRI runtime and returns it with a real client connected to it.
 func startFakeRuntime(opts ...fake.Option) (*fake.Runtime, *runtime.Client) {
-	dir, err := os.MkdirTemp("", "nodelet-cri")
+	rt, c, stop, err := nodeenv.FakeRuntime(opts...)
 	Expect(err).NotTo(HaveOccurred())
-	rt := fake.New(opts...)
-	endpoint, err := rt.Start(filepath.Join(dir, "cri.sock"))
-	Expect(err).NotTo(HaveOccurred())
-	c, err := runtime.Dial(endpoint, runtime.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		_ = c.Close()
-		rt.Stop()
-		_ = os.RemoveAll(dir)
-	})
+	DeferCleanup(stop)
 	return rt, c
 }
