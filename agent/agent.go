@@ -56,8 +56,9 @@ type Options struct {
 const DefaultKubeletVersion = "v1.37.1+nodelet"
 
 // Simulation runs a node on a simulated runtime (runtime/fake) without touching the host: no pod
-// cgroups, no volume files, no node API server, no kernel checks, no image pull records on disk, and
-// probes answered by Probe instead of the network and the runtime.
+// cgroups, no volume files, no node API server, no image or container garbage collection, no kernel
+// checks, no image pull records on disk, and probes answered by Probe instead of the network and the
+// runtime.
 type Simulation struct {
 	// Probe answers the containers' probes; nil makes every probe succeed.
 	Probe probes.SimulateFunc

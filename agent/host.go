@@ -4,14 +4,17 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/containergc"
 	"github.com/nodelet/nodelet/imagegc"
+	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/staticpods"
 )
 
-// setupHost wires what only a real node runs (a simulated one has neither): the node API server and
-// the image garbage collector.
-func (a *Agent) setupHost(restCfg *rest.Config, store *staticpods.Store, rec record.EventRecorder, connector *runtime.Connector) error {
+// setupHost wires what only a real node runs (a simulated one has none of them): the node API server and
+// the image and container garbage collectors.
+func (a *Agent) setupHost(restCfg *rest.Config, store *staticpods.Store, rec record.EventRecorder, connector *runtime.Connector,
+	pods *podlifecycle.Reconciler) error {
 	if a.opts.Simulation != nil {
 		return nil
 	}
@@ -23,7 +26,11 @@ func (a *Agent) setupHost(restCfg *rest.Config, store *staticpods.Store, rec rec
 	if err != nil {
 		return err
 	}
-	a.local = append(a.local, srv, gc)
+	cgc, err := a.containerGC(rec, connector, pods)
+	if err != nil {
+		return err
+	}
+	a.local = append(a.local, srv, gc, cgc)
 	return nil
 }
 
@@ -40,6 +47,23 @@ func (a *Agent) imageGC(rec record.EventRecorder, connector *runtime.Connector) 
 			LowThresholdPercent:  int(derefInt32(kc.ImageGCLowThresholdPercent, 80)),
 			MinAge:               kc.ImageMinimumGCAge.Duration,
 			MaxAge:               kc.ImageMaximumGCAge.Duration,
+		},
+	})
+}
+
+// containerGC is the kubelet's container garbage collector, as --minimum-container-ttl-duration,
+// --maximum-dead-containers-per-container and --maximum-dead-containers say, with the pod workers telling
+// which pods are gone. Its first pass waits for the runtime to answer.
+func (a *Agent) containerGC(rec record.EventRecorder, connector *runtime.Connector, pods *podlifecycle.Reconciler) (*containergc.Collector, error) {
+	cfg := a.cfg
+	return containergc.New(containergc.Options{
+		Runtime: a.cri, Pods: pods, Clock: a.clock(), Recorder: rec, NodeName: cfg.NodeName,
+		PodLogsDir: cfg.Kubelet.PodLogsDir, LegacyLogsDir: containergc.LegacyContainerLogsDir,
+		Ready: connector.Connected(),
+		Policy: containergc.Policy{
+			MinAge:             cfg.MinimumGCAge,
+			MaxPerPodContainer: int(cfg.MaxPerPodContainerCount),
+			MaxContainers:      int(cfg.MaxContainerCount),
 		},
 	})
 }

@@ -52,7 +52,7 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 		sources = append(sources, podlifecycle.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
-	if err := a.setupHost(restCfg, store, recorder, connector); err != nil {
+	if err := a.setupHost(restCfg, store, recorder, connector, pods); err != nil {
 		return err
 	}
 	if a.standalone {

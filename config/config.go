@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -44,6 +45,12 @@ type Config struct {
 	LockFile             string // --lock-file
 	ExitOnLockContention bool   // --exit-on-lock-contention
 
+	// The container garbage collection policy: the kubelet's deprecated flags, which it still honours
+	// (KubeletFlags, not KubeletConfiguration fields).
+	MinimumGCAge            time.Duration // --minimum-container-ttl-duration (default 0)
+	MaxPerPodContainerCount int32         // --maximum-dead-containers-per-container (default 1)
+	MaxContainerCount       int32         // --maximum-dead-containers (default -1: no limit)
+
 	// MetricsBindAddress is nodelet's own metrics listener; "0" disables it.
 	MetricsBindAddress string
 
@@ -66,9 +73,11 @@ const (
 // newConfig returns a Config holding every default, before any file or flag.
 func newConfig() *Config {
 	c := &Config{
-		NodeLabels:         map[string]string{},
-		RootDir:            DefaultRootDir,
-		MetricsBindAddress: DefaultMetricsBindAddress,
+		NodeLabels:              map[string]string{},
+		RootDir:                 DefaultRootDir,
+		MetricsBindAddress:      DefaultMetricsBindAddress,
+		MaxPerPodContainerCount: 1,
+		MaxContainerCount:       -1,
 	}
 	SetDefaults(&c.Kubelet)
 	return c

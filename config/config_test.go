@@ -530,6 +530,13 @@ func TestFlagParsing(t *testing.T) {
 		{"kube reserved", []string{"--kube-reserved=cpu=100m,memory=256Mi"}, func(c *Config) (any, any) {
 			return c.Kubelet.KubeReserved, map[string]string{"cpu": "100m", "memory": "256Mi"}
 		}},
+		{"container gc defaults", nil, func(c *Config) (any, any) {
+			return []any{c.MinimumGCAge, c.MaxPerPodContainerCount, c.MaxContainerCount}, []any{time.Duration(0), int32(1), int32(-1)}
+		}},
+		{"container gc flags", []string{"--minimum-container-ttl-duration=2h45m", "--maximum-dead-containers-per-container=0",
+			"--maximum_dead_containers=250"}, func(c *Config) (any, any) {
+			return []any{c.MinimumGCAge, c.MaxPerPodContainerCount, c.MaxContainerCount}, []any{165 * time.Minute, int32(0), int32(250)}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -577,6 +584,9 @@ func TestFlagErrors(t *testing.T) {
 		{"bad reserved memory", []string{"--reserved-memory=memory=1Gi"}, []string{"--reserved-memory"}},
 		{"bad logging format", []string{"--logging-format=xml"}, []string{"logging.format", "xml"}},
 		{"negative verbosity", []string{"--v=-1"}, []string{"-v"}},
+		{"negative container ttl", []string{"--minimum-container-ttl-duration=-1s"},
+			[]string{"--minimum-container-ttl-duration", "invalid minimum garbage collection age"}},
+		{"bad dead containers count", []string{"--maximum-dead-containers=many"}, []string{"--maximum-dead-containers"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -788,6 +798,9 @@ func TestHelp(t *testing.T) {
 			}
 			if strings.Contains(out.String(), "--pod-infra-container-image") {
 				t.Error("usage lists a flag the kubelet removed")
+			}
+			if strings.Contains(out.String(), "--maximum-dead-containers") {
+				t.Error("usage lists a flag the kubelet marks deprecated (and hides)")
 			}
 		})
 	}

@@ -37,6 +37,7 @@ func NewFlagSet(c *Config) *pflag.FlagSet {
 	addGeneralFlags(fs, c)
 	addNodeFlags(fs, c)
 	addCredentialFlags(fs, c)
+	addContainerGCFlags(fs, c)
 	addNoEffectFlags(fs)
 	addRemovedFlags(fs)
 	addConfigFlags(fs, c)
@@ -95,14 +96,24 @@ func addNoEffectFlags(fs *pflag.FlagSet) {
 	fs.Lookup("pod-infra-container-image").Hidden = true
 	noEffect(fs, "pod-infra-container-image", "the sandbox image is configured in the container runtime (flag removed from the kubelet in v1.35)")
 	const deprecated = "deprecated kubelet flag for a feature nodelet does not have"
-	fs.Duration("minimum-container-ttl-duration", 0, "Deprecated in the kubelet (no effect on nodelet).")
-	fs.Int32("maximum-dead-containers-per-container", 1, "Deprecated in the kubelet (no effect on nodelet).")
-	fs.Int32("maximum-dead-containers", -1, "Deprecated in the kubelet (no effect on nodelet).")
 	fs.String("experimental-mounter-path", "", "Deprecated in the kubelet (no effect on nodelet).")
 	fs.Bool("experimental-allocatable-ignore-eviction", false, "Deprecated in the kubelet (no effect on nodelet).")
-	for _, name := range []string{"minimum-container-ttl-duration", "maximum-dead-containers-per-container",
-		"maximum-dead-containers", "experimental-mounter-path", "experimental-allocatable-ignore-eviction"} {
+	for _, name := range []string{"experimental-mounter-path", "experimental-allocatable-ignore-eviction"} {
 		noEffect(fs, name, deprecated)
+	}
+}
+
+// containerGCDeprecation is the kubelet's deprecation message of the container garbage collection flags.
+const containerGCDeprecation = "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version."
+
+// addContainerGCFlags: the container garbage collection policy, from the kubelet's deprecated (hidden from
+// usage, reported at start-up) but still honoured flags, with the kubelet's defaults and usage.
+func addContainerGCFlags(fs *pflag.FlagSet, c *Config) {
+	fs.DurationVar(&c.MinimumGCAge, "minimum-container-ttl-duration", c.MinimumGCAge, "Minimum age for a finished container before it is garbage collected.  Examples: '300ms', '10s' or '2h45m'")
+	fs.Int32Var(&c.MaxPerPodContainerCount, "maximum-dead-containers-per-container", c.MaxPerPodContainerCount, "Maximum number of old instances to retain per container.  Each container takes up some disk space.")
+	fs.Int32Var(&c.MaxContainerCount, "maximum-dead-containers", c.MaxContainerCount, "Maximum number of old instances of containers to retain globally.  Each container takes up some disk space. To disable, set to a negative number.")
+	for _, name := range []string{"minimum-container-ttl-duration", "maximum-dead-containers-per-container", "maximum-dead-containers"} {
+		_ = fs.MarkDeprecated(name, containerGCDeprecation)
 	}
 }
 

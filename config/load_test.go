@@ -85,7 +85,10 @@ func TestKubeadmAndKindCommandLines(t *testing.T) {
 			}},
 		{"deprecated and cAdvisor flags", []string{"--maximum-dead-containers=10", "--minimum-container-ttl-duration=1m",
 			"--housekeeping-interval=5s", "--experimental-allocatable-ignore-eviction"},
-			func(c *Config) (any, any) { return c.Kubelet.MaxPods, int32(110) }},
+			func(c *Config) (any, any) {
+				return []any{c.Kubelet.MaxPods, c.MaxContainerCount, c.MinimumGCAge, c.MaxPerPodContainerCount},
+					[]any{int32(110), int32(10), time.Minute, int32(1)}
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,8 +247,16 @@ func TestNotices(t *testing.T) {
 			"--pod-infra-container-image=registry.k8s.io/pause:3.9"},
 			[][]string{{MsgFlagNoEffect, "flag=--runtime-cgroups", "value=/system.slice/containerd.service", "reason="},
 				{MsgFlagNoEffect, "flag=--pod-infra-container-image", "v1.35"},
-				{MsgFlagNoEffect, "flag=--cloud-provider", "value=external"}, {MsgFlagNoEffect, "flag=--maximum-dead-containers", "deprecated"}},
-			nil},
+				{MsgFlagNoEffect, "flag=--cloud-provider", "value=external"},
+				{MsgFlagDeprecated, "flag=--maximum-dead-containers", "value=3", "reason=Use --eviction-hard or --eviction-soft instead. Will be removed in a future version."}},
+			[][]string{{MsgFlagNoEffect, "flag=--maximum-dead-containers"}}},
+		{"container gc flags are deprecated, not without effect", "", []string{"--minimum-container-ttl-duration=10s",
+			"--maximum-dead-containers-per-container=2", "--maximum-dead-containers=100"},
+			[][]string{{MsgFlagDeprecated, "flag=--minimum-container-ttl-duration", "value=10s", "--eviction-hard"},
+				{MsgFlagDeprecated, "flag=--maximum-dead-containers-per-container", "value=2"},
+				{MsgFlagDeprecated, "flag=--maximum-dead-containers", "value=100"}},
+			[][]string{{MsgFlagNoEffect}}},
+		{"container gc flags not given are quiet", "", nil, nil, [][]string{{MsgFlagDeprecated}}},
 		{"no cloud provider is quiet", "", []string{"--cloud-provider="}, nil, [][]string{{"cloud-provider"}}},
 		{"not implemented yet", "", []string{"--bootstrap-kubeconfig=/b.conf", "--cert-dir=/pki", "--lock-file=/l", "--exit-on-lock-contention"},
 			[][]string{{MsgFlagNotYet, "flag=--bootstrap-kubeconfig", "issue=12"}, {MsgFlagNotYet, "flag=--cert-dir"}},

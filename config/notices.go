@@ -23,6 +23,7 @@ const (
 	MsgFieldNoEffect   = "Setting has no effect on nodelet"
 	MsgFlagNoEffect    = "Flag has no effect on nodelet"
 	MsgFlagNotYet      = "Flag not implemented yet"
+	MsgFlagDeprecated  = "Flag has been deprecated"
 	MsgFeatureGates    = "Feature gates recorded"
 )
 
@@ -101,6 +102,8 @@ func flagNotices(fs *pflag.FlagSet, c *Config) ([]Notice, map[string]bool) {
 	fs.Visit(func(f *pflag.Flag) {
 		kv := []any{"flag", "--" + f.Name, "value", f.Value.String()}
 		switch {
+		case f.Deprecated != "":
+			out = append(out, Notice{Msg: MsgFlagDeprecated, KeysAndValues: append(kv, "reason", f.Deprecated)})
 		case len(f.Annotations[annNotYet]) > 0:
 			out = append(out, Notice{Msg: MsgFlagNotYet, KeysAndValues: append(kv, "issue", f.Annotations[annNotYet][0])})
 		case len(f.Annotations[annNoEffect]) > 0:

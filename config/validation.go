@@ -28,6 +28,10 @@ func Validate(c *Config) error {
 		errs = append(errs, field.Required(field.NewPath("--root-dir"), "must not be empty"))
 	}
 	errs = append(errs, validateEnum(c.CloudProvider, field.NewPath("--cloud-provider"), "", cloudProviderExternal)...)
+	if c.MinimumGCAge < 0 {
+		// The kubelet's NewContainerGC refuses it at start-up.
+		errs = append(errs, field.Invalid(field.NewPath("--minimum-container-ttl-duration"), c.MinimumGCAge.String(), "invalid minimum garbage collection age"))
+	}
 	if c.ExitOnLockContention && c.LockFile == "" {
 		errs = append(errs, field.Required(field.NewPath("--lock-file"), "--exit-on-lock-contention needs a lock file"))
 	}

@@ -3,6 +3,7 @@ package podrules
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -34,6 +35,17 @@ func PathSegment(what, v string) error {
 		return nil
 	}
 	return fmt.Errorf("%s %q: %w: %s", what, truncated(v), ErrUnsafePathSegment, why)
+}
+
+// InsideDir reports whether path names a file strictly below dir, lexically: both are cleaned, and a
+// relative path, one with NUL or dir itself is never inside. It is the check for a path that comes from
+// outside the agent — a runtime's log path, say — before the agent reads, renames or removes it.
+func InsideDir(dir, path string) bool {
+	if !filepath.IsAbs(path) || strings.ContainsRune(path, 0) {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != "." && filepath.IsLocal(rel)
 }
 
 // truncated keeps error messages short for very long values.

@@ -63,3 +63,27 @@ func FuzzPathSegment(f *testing.F) {
 		}
 	})
 }
+
+func TestInsideDir(t *testing.T) {
+	const dir = "/var/log/pods"
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/var/log/pods/ns_p_uid/app/0.log", true},
+		{"/var/log/pods/./ns_p_uid/app/0.log", true},
+		{"/var/log/pods/x", true},
+		{"/var/log/pods", false},
+		{"/var/log/pods/", false},
+		{"/var/log/pods/..", false},
+		{"/var/log/pods/../pods2/x", false},
+		{"/var/log/pods2/x", false},
+		{"/etc/passwd", false},
+		{"var/log/pods/x", false},
+		{"/var/log/pods/a\x00b", false},
+	} {
+		if got := podrules.InsideDir(dir, tc.path); got != tc.want {
+			t.Errorf("InsideDir(%q, %q) = %v, want %v", dir, tc.path, got, tc.want)
+		}
+	}
+}

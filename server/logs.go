@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -286,20 +287,10 @@ func containerLogFile(podLogsDir string, pod *corev1.Pod, st *runtimeapi.Contain
 		}
 		p = filepath.Join(dir, file)
 	}
-	if !insideDir(podLogsDir, p) {
+	if !podrules.InsideDir(podLogsDir, p) {
 		return "", errorf(http.StatusForbidden, "log file of container %s is outside the pod logs directory", st.GetId())
 	}
 	return p, nil
-}
-
-// insideDir reports whether path names a file strictly below dir (lexically: both are cleaned, and a
-// relative path is never inside).
-func insideDir(dir, path string) bool {
-	if !filepath.IsAbs(path) || strings.ContainsRune(path, 0) {
-		return false
-	}
-	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
-	return err == nil && rel != "." && filepath.IsLocal(rel)
 }
 
 // containerRunning tells whether the container still runs (and may write more); an unreachable runtime

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // Rotated files are named <log>.<timestamp>, older ones compressed to <log>.<timestamp>.gz, as the kubelet
@@ -90,7 +92,7 @@ func (s *Server) rotateContainer(ctx context.Context, id string) error {
 	if path == "" {
 		return nil
 	}
-	if !insideDir(s.opts.PodLogsDir, path) {
+	if !podrules.InsideDir(s.opts.PodLogsDir, path) {
 		// Not a pod's log (a container made by another tool, or a label forged): never rename or remove it.
 		ctrl.LoggerFrom(ctx).V(2).Info("Not rotating a log outside the pod logs directory", "containerID", id, "path", path)
 		return nil
