@@ -87,6 +87,37 @@ func TestCrashLoopBackOffOnTheClock(t *testing.T) {
 	}
 }
 
+// With imagePullPolicy Always every restart pulls, in the background: the back-off must step once per
+// restart, as the kubelet's (which pulls within the sync), so the first restart still comes at once and the
+// second after 10 s — not 10 s and 20 s later because the pull made each restart count twice.
+func TestCrashLoopBackOffWithPullAlways(t *testing.T) {
+	b := newLifecycleBed(t)
+	b.rt.SetPullable("docker.io/library/busybox:latest", 1<<20)
+	b.create(bedPod("crash", func(p *corev1.Pod) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways }))
+	pulledAndStarted := func(starts int) {
+		t.Helper()
+		for i := 0; len(b.calls("StartContainer")) < starts; i++ {
+			if i > 1000 {
+				t.Fatalf("StartContainer called %d times, want %d", len(b.calls("StartContainer")), starts)
+			}
+			b.sync("crash")
+			time.Sleep(time.Millisecond) // the pull runs in a goroutine
+		}
+	}
+	pulledAndStarted(1)
+	b.exit("crash", "app", 1)
+	pulledAndStarted(2) // at once: no back-off before the first restart, however long the pull
+	b.exit("crash", "app", 1)
+	b.sync("crash")
+	b.step(9 * time.Second)
+	b.sync("crash")
+	if n := len(b.calls("StartContainer")); n != 2 {
+		t.Fatalf("StartContainer called %d times within the 10 s back-off, want 2", n)
+	}
+	b.step(time.Second)
+	pulledAndStarted(3)
+}
+
 // A shorter grace period takes effect at once: a container that ignores SIGTERM is still running a minute
 // into the 300 s it was given, and is killed 2 s (the minimum stop timeout) after the deletion is
 // shortened to 1 s, not at the end of the first grace period; the pod is then removed from the API.

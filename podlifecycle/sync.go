@@ -181,8 +181,8 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 		// The runtime holds no attempt of it: count the attempts by their logs, as the kubelet does.
 		s.restartCount = restartCountFromLogs(r.containerLogDir(pod, c.Name))
 	}
+	key := backoffKey(pod, c)
 	if s.lastExit != nil {
-		key := backoffKey(pod, c)
 		if wait := r.crash.InBackOffSince(key, s.lastExit.FinishedAt); wait > 0 {
 			r.recorder.Eventf(containerRef(pod, c), corev1.EventTypeWarning, "BackOff",
 				"Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
@@ -190,13 +190,18 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 				"back-off %s restarting failed container=%s pod=%s", r.crash.Delay(key), c.Name, formatPod(pod))})
 			return result{after: wait}
 		}
-		r.crash.Next(key, s.lastExit.FinishedAt)
 	}
 	creds := func() pullCredentials { return r.pullCredentials(ctx, pod, c.Image) }
 	img := r.puller.Ensure(ctx, w.key.String(), pod, c, creds, sbCfg)
 	if img.waiting != nil {
 		r.setWaiting(w, c.Name, *img.waiting)
 		return result{after: img.retryIn}
+	}
+	if s.lastExit != nil {
+		// The back-off steps once per restart, when the restart goes ahead: the kubelet pulls the image
+		// within the same sync, so a pull (imagePullPolicy Always) must not make a restart count twice
+		// (nodelet pulls in the background and comes back once the image is there).
+		r.crash.Next(key, s.lastExit.FinishedAt)
 	}
 	cfg, err := r.containerConfig(ctx, pod, c, s, st, img.ref)
 	if err != nil {
