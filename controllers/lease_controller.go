@@ -145,20 +145,27 @@ func (c *LeaseController) renewed(ctx context.Context, base *coordinationv1.Leas
 	lease.Spec.HolderIdentity = ptr.To(c.NodeName)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(c.LeaseDuration / time.Second))
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: c.Clock.Now()}
-	if len(lease.OwnerReferences) == 0 {
-		c.setNodeOwner(ctx, lease)
-	}
+	c.setNodeOwner(ctx, lease)
 	return lease
 }
 
 // setNodeOwner makes the Node own its lease, so deleting the Node deletes the lease. A node that is not
-// registered yet is no error: the reference is added on a later renewal.
+// registered yet is no error: the reference is added on a later renewal. Unlike the kubelet, which sets the
+// reference only on a lease without owners, a reference to an earlier Node of the same name (the node was
+// deleted and registered again) is replaced too: left alone, the garbage collector would delete the
+// lease of the live node, and the node would go without a heartbeat until the next renewal recreates it.
 func (c *LeaseController) setNodeOwner(ctx context.Context, lease *coordinationv1.Lease) {
+	if owned := lease.OwnerReferences; len(owned) > 0 && !(len(owned) == 1 && owned[0].Kind == "Node" && owned[0].Name == c.NodeName) {
+		return // owners someone else chose: keep them
+	}
 	node := &corev1.Node{}
 	if err := c.Reader.Get(ctx, types.NamespacedName{Name: c.NodeName}, node); err != nil {
 		if !apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to get node for the lease owner reference")
 		}
+		return
+	}
+	if len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].UID == node.UID {
 		return
 	}
 	lease.OwnerReferences = []metav1.OwnerReference{{

@@ -100,4 +100,22 @@ var _ = Describe("Lease controller", func() {
 			g.Expect(got.Spec.RenewTime.Time.Equal(start.Add(10 * time.Second))).To(BeTrue())
 		}).Should(Succeed())
 	})
+
+	It("takes the lease over for a Node registered again under the same name", func() {
+		var old *corev1.Node
+		Eventually(func(g Gomega) {
+			old = &corev1.Node{}
+			g.Expect(admin.Get(context.Background(), types.NamespacedName{Name: nodeName}, old)).To(Succeed())
+			g.Expect(getLease(g).OwnerReferences).To(ContainElement(HaveField("UID", old.UID)))
+		}).Should(Succeed())
+		Expect(admin.Delete(context.Background(), old)).To(Succeed())
+		again := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+		Expect(admin.Create(context.Background(), again)).To(Succeed())
+		Eventually(clk.HasWaiters).Should(BeTrue())
+		clk.Step(10 * time.Second)
+		Eventually(func(g Gomega) {
+			g.Expect(getLease(g).OwnerReferences).To(ConsistOf(metav1.OwnerReference{
+				APIVersion: "v1", Kind: "Node", Name: nodeName, UID: again.UID}))
+		}).Should(Succeed())
+	})
 })
