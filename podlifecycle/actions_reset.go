@@ -75,6 +75,7 @@ func (r *Reconciler) restartingAllContainers(ctx context.Context, w *podWorker, 
 // after the other in the order given, then looks at the pod again at once: with its containers gone, the
 // pod starts over from its first init container in the same sandbox. Container logs stay.
 func (r *Reconciler) resetPod(ctx context.Context, w *podWorker, pod *corev1.Pod, resets []resetAction) error {
+	defer r.changed(w.uid)
 	log := ctrl.LoggerFrom(ctx)
 	for _, rs := range resets {
 		c := rs.container

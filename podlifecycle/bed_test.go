@@ -30,8 +30,9 @@ import (
 )
 
 // lifecycleBed is a Reconciler built by New over the in-memory runtime (runtime/fake, through the real
-// CRI client) and an in-memory API (bedAPI), on a fake clock that the test steps. Nothing runs by itself:
-// the test calls Reconcile (sync) and moves the clock, so what the reconciler did not do by a given
+// CRI client), a PLEG and its pod state cache, and an in-memory API (bedAPI), on a fake clock that the
+// test steps. Nothing runs by itself: the test calls Reconcile (sync, after a relist, as the PLEG's period
+// would have brought one) and moves the clock, so what the reconciler did not do by a given
 // instant is a fact, not a wall-clock window. Background work (stops, hooks) runs in goroutines; wait for
 // it with waitKill.
 type lifecycleBed struct {
@@ -41,8 +42,9 @@ type lifecycleBed struct {
 	rt  *fake.Runtime
 	cri *runtime.Client
 	api *bedAPI
-	rec *record.FakeRecorder
-	r   *Reconciler
+	rec  *record.FakeRecorder
+	pleg *runtime.PLEG
+	r    *Reconciler
 }
 
 const bedNode = "node-1"
@@ -80,8 +82,10 @@ func newLifecycleBed(t *testing.T) *lifecycleBed {
 func (b *lifecycleBed) start() {
 	b.t.Helper()
 	b.rec = record.NewFakeRecorder(1000)
+	b.pleg = runtime.NewPLEG(b.cri, runtime.PLEGOptions{Clock: b.clk, EventBuffer: 1 << 16})
 	root := b.t.TempDir()
-	r, err := New(Deps{Runtime: b.cri, Recorder: b.rec, Clock: b.clk, Client: b.api, Secrets: APIObjects{Reader: b.api}, Node: bedNodeObject},
+	r, err := New(Deps{Runtime: b.cri, Recorder: b.rec, Clock: b.clk, Client: b.api, Secrets: APIObjects{Reader: b.api},
+		Node: bedNodeObject, PLEG: b.pleg},
 		Options{NodeName: bedNode, RootDir: root, HostIPs: []string{"192.0.2.10"},
 			Sandbox: runtime.SandboxOptions{PodLogsDir: filepath.Join(root, "logs"), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
 	if err != nil {
@@ -133,9 +137,12 @@ func (b *lifecycleBed) deleteWithGrace(name string, grace int64) {
 	})
 }
 
-// sync is one Reconcile of the pod; an error fails the test.
+// sync is a relist, then one Reconcile of the pod; an error fails the test.
 func (b *lifecycleBed) sync(name string) ctrl.Result {
 	b.t.Helper()
+	if err := b.pleg.Relist(b.ctx); err != nil {
+		b.t.Fatalf("relist: %v", err)
+	}
 	res, err := b.r.Reconcile(b.ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}})
 	if err != nil {
 		b.t.Fatalf("reconcile %s: %v", name, err)

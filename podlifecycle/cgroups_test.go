@@ -74,9 +74,9 @@ func cgroupPod() *corev1.Pod {
 func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
 	cg := &cgroupLog{}
 	r, _ := cgroupReconciler(t, cg)
-	ok, _, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
-	if err != nil || !ok {
-		t.Fatalf("createSandbox = %v, %v", ok, err)
+	id, _, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
+	if err != nil || id == "" {
+		t.Fatalf("createSandbox = %q, %v", id, err)
 	}
 	want := "ensure /kubepods/besteffort/pod1234-abcd, run sandbox /kubepods/besteffort/pod1234-abcd"
 	if got := cg.entries(); got != want {
@@ -87,9 +87,9 @@ func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
 func TestPodCgroupFailureStopsTheSandboxAsTheKubelet(t *testing.T) {
 	cg := &cgroupLog{ensureErr: errors.New("permission denied")}
 	r, rec := cgroupReconciler(t, cg)
-	ok, retry, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
-	if err != nil || ok || retry <= 0 {
-		t.Fatalf("createSandbox = %v, %v, %v; want not created, retried later", ok, retry, err)
+	id, retry, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
+	if err != nil || id != "" || retry <= 0 {
+		t.Fatalf("createSandbox = %q, %v, %v; want not created, retried later", id, retry, err)
 	}
 	if got := cg.entries(); strings.Contains(got, "run sandbox") {
 		t.Errorf("the sandbox ran without its pod cgroup: %q", got)

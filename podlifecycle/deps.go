@@ -114,6 +114,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		wake: make(chan event.GenericEvent, 1024), metrics: newPodMetrics(nil),
 	}
 	r.defaults()
+	r.states = r.pleg.Cache()
 	r.puller = newImagePuller(r.cri, r.clock, opts.ImagePulls, r.recorder, deps.PullRecords, r.enqueueKey)
 	r.crash = newBackoff(r.clock, backoffInitial, backoffMax)
 	r.sandboxBackoff = newBackoff(r.clock, time.Second, backoffMax)
@@ -196,6 +197,8 @@ type Runtime interface {
 	ImageService
 	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+	SandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error)
+	ReadContainer(ctx context.Context, id, sandboxID string) (*runtime.ContainerStatus, error)
 	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, handler string) (string, error)
 	StopPodSandbox(ctx context.Context, id string) error
 	RemovePodSandbox(ctx context.Context, id string) error
@@ -226,11 +229,12 @@ type Objects interface {
 	RuntimeHandler(ctx context.Context, runtimeClassName string) (string, error)
 }
 
-// RelistedPods is what the reconciler asks of the PLEG (runtime.PLEG): the pods the runtime holds, and
-// its events.
+// RelistedPods is what the reconciler asks of the PLEG (runtime.PLEG): the pods the runtime holds, its
+// events, and the pods' runtime state it keeps current (nil: every sync reads the runtime).
 type RelistedPods interface {
 	Pods() []runtime.RelistedPod
 	Source() source.Source
+	Cache() *runtime.PodCache
 }
 
 // Prober is what the reconciler asks of the probes (probes.Manager).
@@ -286,6 +290,7 @@ type noPLEG struct{}
 
 func (noPLEG) Pods() []runtime.RelistedPod { return nil }
 func (noPLEG) Source() source.Source       { return noSource }
+func (noPLEG) Cache() *runtime.PodCache    { return nil }
 
 // noProbes runs no probes: every running container is started and ready, and none fails.
 type noProbes struct{}

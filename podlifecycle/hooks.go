@@ -42,6 +42,7 @@ func (r *Reconciler) runPostStart(w *podWorker, pod *corev1.Pod, c *corev1.Conta
 			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
 			r.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
 				message: "FailedPostStartHook"}, r.clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second), nil)
+			r.changed(w.uid)
 		}
 		r.enqueue(w.key)
 	}()
@@ -125,7 +126,7 @@ func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.
 func (r *Reconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
 	host := g.Host
 	if host == "" && pod != nil {
-		st, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		st, _, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			return err
 		}

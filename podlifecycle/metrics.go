@@ -12,6 +12,7 @@ type podMetrics struct {
 	startSLI        prometheus.Histogram
 	sandboxDuration prometheus.Histogram
 	containerStarts prometheus.Counter
+	podStateReads   *prometheus.CounterVec
 }
 
 func newPodMetrics(reg prometheus.Registerer) *podMetrics {
@@ -25,9 +26,11 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 			Help: "Duration of RunPodSandbox as seen by the pod worker.", Buckets: prometheus.DefBuckets}),
 		containerStarts: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "nodelet", Name: "container_starts_total",
 			Help: "Containers started by the agent."}),
+		podStateReads: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "nodelet", Name: "pod_state_reads_total",
+			Help: "Pod runtime states a sync started from, by source: the PLEG cache or a runtime read."}, []string{"source"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.workerDuration, m.startSLI, m.sandboxDuration, m.containerStarts)
+		reg.MustRegister(m.workerDuration, m.startSLI, m.sandboxDuration, m.containerStarts, m.podStateReads)
 	}
 	return m
 }

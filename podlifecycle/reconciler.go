@@ -39,6 +39,7 @@ type Reconciler struct {
 	client       client.Client // nil in standalone mode
 	cri          Runtime
 	pleg         RelistedPods
+	states       *runtime.PodCache // the pods' runtime state the PLEG keeps current; nil without a PLEG
 	recorder     EventRecorder
 	clock        clock.WithTicker
 	secrets      Objects                                         // nil in standalone mode

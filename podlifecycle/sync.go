@@ -18,7 +18,11 @@ import (
 
 // syncPod is the kubelet's SyncPod for a pod that should run: create the sandbox if needed, stop what
 // must stop, start what must start, then write the status the runtime now shows.
-func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
+//
+// st is the pod's runtime state of cache generation gen. The sync reads nothing else of the pod but what
+// its own actions created (the new sandbox, the containers it started), and keeps the state they leave
+// in the cache for the next sync.
+func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, gen uint64) (result, error) {
 	var res result
 	r.syncProbes(pod, st)
 	restartAll := r.restartingAllContainers(ctx, w, pod, st)
@@ -34,16 +38,20 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 		return r.writeStatus(ctx, w, pod, st)
 	}
 	if acts.createSandbox {
-		created, wait, err := r.createSandbox(ctx, w, pod, acts.sandboxAttempt)
-		if !created {
+		id, wait, err := r.createSandbox(ctx, w, pod, acts.sandboxAttempt)
+		if id == "" {
 			res.requeueAfter(wait)
 			wr, werr := r.writeStatus(ctx, w, pod, st)
 			res.merge(wr)
 			return res, errors.Join(err, werr)
 		}
-		if st, err = r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+		sb, err := r.cri.SandboxStatus(ctx, id)
+		if err != nil {
+			r.changed(pod.UID)
 			return res, err
 		}
+		st = st.WithSandbox(sb)
+		r.keep(pod.UID, st, gen)
 		acts = computePodActions(pod, st, r.probeResults(), restartAll)
 	}
 	if len(acts.reset) > 0 {
@@ -54,7 +62,7 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 	if len(acts.kill) > 0 {
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
 	}
-	st, err := r.startInSandbox(ctx, w, pod, st, acts.start, &res)
+	st, err := r.startInSandbox(ctx, w, pod, st, gen, acts.start, &res)
 	if err != nil {
 		return res, err
 	}
@@ -66,8 +74,10 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 }
 
 // startInSandbox sets up (or refreshes) the pod's volumes, then starts the containers due in its ready sandbox,
-// and returns the runtime state after the starts.
-func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, start []startAction, res *result) (*runtime.PodStatus, error) {
+// and returns the runtime state after the starts: st (of cache generation gen) with the status of each
+// container it created, read back one by one.
+func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, gen uint64,
+	start []startAction, res *result) (*runtime.PodStatus, error) {
 	sb := st.ReadySandbox()
 	if sb == nil {
 		return st, nil
@@ -85,11 +95,24 @@ func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *core
 	if err != nil {
 		return st, err
 	}
+	var created []string
 	for _, s := range start {
-		res.merge(r.startContainer(ctx, w, pod, sb.Id, sbCfg, st, s))
+		sres, id := r.startContainer(ctx, w, pod, sb.Id, sbCfg, st, s)
+		res.merge(sres)
+		if id != "" {
+			created = append(created, id)
+		}
 	}
-	if st, err = r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
-		return st, err
+	for _, id := range created {
+		c, err := r.cri.ReadContainer(ctx, id, sb.Id)
+		if err != nil {
+			r.changed(pod.UID)
+			return st, err
+		}
+		st = st.WithContainer(c)
+	}
+	if len(created) > 0 {
+		r.keep(pod.UID, st, gen)
 	}
 	r.syncProbes(pod, st)
 	return st, nil
@@ -104,17 +127,18 @@ func (r *Reconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi
 	return cfg, nil
 }
 
-// createSandbox prepares the pod's directories and runs its sandbox. A failure is reported as the
+// createSandbox prepares the pod's directories and runs its sandbox, and returns its ID ("" when it did
+// not run, with the time to wait before the next attempt). A failure is reported as the
 // kubelet does (FailedCreatePodSandBox) and retried with back-off.
-func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, attempt uint32) (bool, time.Duration, error) {
+func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, attempt uint32) (string, time.Duration, error) {
 	bkey := string(pod.UID) + "/sandbox"
 	if wait := r.sandboxBackoff.InBackOffSince(bkey, r.clock.Now()); wait > 0 {
-		return false, wait, nil
+		return "", wait, nil
 	}
 	cfg, err := r.sandboxConfig(pod, attempt)
 	if err == nil && !r.ensurePodCgroup(ctx, pod, cfg) {
 		r.sandboxBackoff.Next(bkey, r.clock.Now())
-		return false, r.sandboxBackoff.Delay(bkey), nil
+		return "", r.sandboxBackoff.Delay(bkey), nil
 	}
 	if err == nil {
 		err = r.makePodDirs(pod, cfg.LogDirectory)
@@ -138,11 +162,11 @@ func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev
 		r.sandboxBackoff.Next(bkey, r.clock.Now())
 		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to create pod sandbox")
-		return false, r.sandboxBackoff.Delay(bkey), nil
+		return "", r.sandboxBackoff.Delay(bkey), nil
 	}
 	r.sandboxBackoff.Reset(bkey)
 	ctrl.LoggerFrom(ctx).V(1).Info("Created pod sandbox", "podSandboxID", id, "attempt", attempt)
-	return true, 0, nil
+	return id, 0, nil
 }
 
 // makePodDirs creates <root>/pods/<uid> and the pod's log directory.
@@ -173,9 +197,10 @@ func formatPod(pod *corev1.Pod) string {
 }
 
 // startContainer takes one container from nothing to running: back-off, image, environment, files,
-// create, start, postStart hook. Any step that cannot finish now records why the container waits.
+// create, start, postStart hook. Any step that cannot finish now records why the container waits. It
+// returns the ID of the container it created, if it got that far.
 func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, sandboxID string,
-	sbCfg *runtimeapi.PodSandboxConfig, st *runtime.PodStatus, s startAction) result {
+	sbCfg *runtimeapi.PodSandboxConfig, st *runtime.PodStatus, s startAction) (result, string) {
 	c := s.container
 	if s.lastExit == nil && s.restartCount == 0 {
 		// The runtime holds no attempt of it: count the attempts by their logs, as the kubelet does.
@@ -188,14 +213,14 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 				"Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
 			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf(
 				"back-off %s restarting failed container=%s pod=%s", r.crash.Delay(key), c.Name, formatPod(pod))})
-			return result{after: wait}
+			return result{after: wait}, ""
 		}
 	}
 	creds := func() pullCredentials { return r.pullCredentials(ctx, pod, c.Image) }
 	img := r.puller.Ensure(ctx, w.key.String(), pod, c, creds, sbCfg)
 	if img.waiting != nil {
 		r.setWaiting(w, c.Name, *img.waiting)
-		return result{after: img.retryIn}
+		return result{after: img.retryIn}, ""
 	}
 	if s.lastExit != nil {
 		// The back-off steps once per restart, when the restart goes ahead: the kubelet pulls the image
@@ -205,15 +230,15 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	}
 	cfg, err := r.containerConfig(ctx, pod, c, s, st, img.ref)
 	if err != nil {
-		return r.containerFailed(pod, w, c, "CreateContainerConfigError", err, 10*time.Second)
+		return r.containerFailed(pod, w, c, "CreateContainerConfigError", err, 10*time.Second), ""
 	}
 	id, err := r.cri.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
-		return r.containerFailed(pod, w, c, "CreateContainerError", err, 10*time.Second)
+		return r.containerFailed(pod, w, c, "CreateContainerError", err, 10*time.Second), ""
 	}
 	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
 	if err := r.cri.StartContainer(ctx, id); err != nil {
-		return r.containerFailed(pod, w, c, "RunContainerError", err, 10*time.Second)
+		return r.containerFailed(pod, w, c, "RunContainerError", err, 10*time.Second), id
 	}
 	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
 	r.metrics.containerStarts.Inc()
@@ -221,7 +246,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		r.runPostStart(w, pod, c, id)
 	}
-	return result{}
+	return result{}, id
 }
 
 // containerFailed records a failed container step the kubelet's way: a Failed event "Error: <reason>"

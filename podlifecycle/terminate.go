@@ -82,7 +82,7 @@ func (r *Reconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1
 	if err := r.teardown(ctx, w, st); err != nil {
 		return result{}, err
 	}
-	st, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	st, _, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return result{}, err
 	}
@@ -98,7 +98,7 @@ func (r *Reconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1
 // true once nothing of it is left in the runtime.
 func (r *Reconciler) terminateOrphan(ctx context.Context, w *podWorker) (bool, result) {
 	log := ctrl.LoggerFrom(ctx).WithValues("podUID", w.uid)
-	st, err := r.cri.GetPodStatus(ctx, w.uid, w.key.Name, w.key.Namespace)
+	st, _, err := r.readPod(ctx, w.uid, w.key.Name, w.key.Namespace)
 	if err != nil {
 		log.Error(err, "Failed to read the runtime state of an orphaned pod")
 		return false, result{after: time.Second}
@@ -165,6 +165,7 @@ func (r *Reconciler) startKill(ctx context.Context, w *podWorker, pod *corev1.Po
 		defer close(op.done)
 		defer cancel()
 		r.killAll(kctx, pod, kills, op.deadline)
+		r.changed(w.uid)
 		r.enqueue(w.key)
 	}()
 }
@@ -233,7 +234,9 @@ func (r *Reconciler) teardown(ctx context.Context, w *podWorker, st *runtime.Pod
 	}
 	for _, sb := range st.Sandboxes {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			if err := r.cri.StopPodSandbox(ctx, sb.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			err := r.cri.StopPodSandbox(ctx, sb.Id)
+			r.changed(w.uid)
+			if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				return err
 			}
 		}
@@ -247,6 +250,7 @@ func (r *Reconciler) teardown(ctx context.Context, w *podWorker, st *runtime.Pod
 
 // removePod removes the pod's containers, sandboxes and directories.
 func (r *Reconciler) removePod(ctx context.Context, w *podWorker, st *runtime.PodStatus) error {
+	defer r.changed(w.uid)
 	for _, c := range st.Containers {
 		if err := r.cri.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
@@ -291,7 +295,7 @@ func removeDir(dir string, err error) error {
 // finishDeletion removes what the runtime holds and then the API object, with grace 0 and a UID
 // precondition so a new pod under the same name is never deleted by mistake.
 func (r *Reconciler) finishDeletion(ctx context.Context, w *podWorker, pod *corev1.Pod) error {
-	st, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	st, _, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return err
 	}

@@ -146,6 +146,9 @@ func (r *Reconciler) forget(w *podWorker) {
 	}
 	r.puller.Forget(w.key.String())
 	r.probes.RemovePod(w.uid)
+	if r.states != nil {
+		r.states.Forget(w.uid)
+	}
 }
 
 // admittedPods are the pods whose resources count against the node: admitted, not terminated.
@@ -163,7 +166,7 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 
 // syncWorker drives the desired pod's worker one step: admission, sync, termination, or finishing.
 func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, error) {
-	status, err := r.cri.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	status, gen, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return result{}, err
 	}
@@ -176,7 +179,7 @@ func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.P
 		w.setState(terminating)
 	}
 	if w.stage() == syncing {
-		return r.syncPod(ctx, w, pod, status)
+		return r.syncPod(ctx, w, pod, status, gen)
 	}
 	return r.terminatePod(ctx, w, pod, status)
 }

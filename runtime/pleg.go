@@ -127,6 +127,7 @@ type PLEG struct {
 	state    atomic.Pointer[relistedState] // the last successful relist, for Healthy and Pods
 
 	events chan Event
+	cache  *PodCache
 }
 
 // relistedState is what the last successful relist left for readers.
@@ -144,8 +145,13 @@ func NewPLEG(r relister, opts PLEGOptions) *PLEG {
 		metrics: newPLEGMetrics(opts.Metrics),
 		records: map[types.UID]*RelistedPod{},
 		events:  make(chan Event, opts.EventBuffer),
+		cache:   NewPodCache(),
 	}
 }
+
+// Cache returns the pods' runtime state that this PLEG keeps current: every relist and container event
+// invalidates the entries the runtime disagrees with, before the events that wake their workers.
+func (p *PLEG) Cache() *PodCache { return p.cache }
 
 // Events returns the channel of events. Events that do not fit in its buffer are dropped and counted.
 func (p *PLEG) Events() <-chan Event { return p.events }
@@ -227,6 +233,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	}
 	events := diffPods(p.records, current)
 	p.records = current
+	p.cache.reconcile(current)
 	p.state.Store(&relistedState{at: start, pods: sortedPods(current)})
 	p.metrics.lastSeen.Set(float64(start.Unix()))
 	p.emitAll(ctx, events)

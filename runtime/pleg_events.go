@@ -75,6 +75,7 @@ func (p *PLEG) followEvents(ctx context.Context) (received bool, err error) {
 		}
 		received = true
 		if ev, ok := eventFromCRI(resp); ok {
+			p.cache.observe(ev.Pod.UID, resp)
 			p.emitAll(ctx, []Event{ev})
 		}
 	}

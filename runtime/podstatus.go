@@ -202,3 +202,22 @@ func shortID(id string) string {
 	}
 	return id
 }
+
+// SandboxStatus reads one sandbox's status: what a caller that just ran it adds to the pod's state.
+func (c *Client) SandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
+	st, err := c.PodSandboxStatus(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	return st.Status, nil
+}
+
+// ReadContainer reads one container's status: what a caller that just created or started it adds to the
+// pod's state.
+func (c *Client) ReadContainer(ctx context.Context, id, sandboxID string) (*ContainerStatus, error) {
+	st, err := c.ContainerStatus(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeContainerStatus(st.Status, sandboxID), nil
+}

@@ -39,6 +39,8 @@ type config struct {
 	single      int
 	burst       int
 	image       string
+	idlePods    int
+	idleWindow  time.Duration
 }
 
 func main() {
@@ -69,6 +71,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.bedDir, "bed-dir", "", "the bed's BED_DIR")
 	fs.IntVar(&c.single, "single", 10, "pods started one at a time")
 	fs.IntVar(&c.burst, "burst", 30, "pods started at once")
+	fs.IntVar(&c.idlePods, "idle-pods", 20, "running pods during the idle measurement (0 skips it)")
+	fs.DurationVar(&c.idleWindow, "idle-window", time.Minute, "length of the idle measurement")
 	fs.StringVar(&c.image, "image", defaultImage, "container image (present, or pullable from the bed's registry)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -64,7 +64,10 @@ func runNodelet(ctx context.Context, cfg config, r *report) error {
 	if err := n.single(ctx, r); err != nil {
 		return err
 	}
-	return n.burst(ctx, r)
+	if err := n.burst(ctx, r); err != nil {
+		return err
+	}
+	return n.idle(ctx, r)
 }
 
 // clientset is a client without client-side throttling: a burst of creates must not queue in it.

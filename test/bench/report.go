@@ -26,6 +26,7 @@ type report struct {
 	cfg    config
 	order  []seriesKey
 	series map[seriesKey][]time.Duration
+	idle   idleResult
 }
 
 func newReport(cfg config) *report {
@@ -74,6 +75,12 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "BENCH ratio single p50 nodelet/floor = %s (target <= %.1f)\n", fmtRatio(single), targetRatio)
 	fmt.Fprintf(w, "BENCH ratio burst p99 nodelet/floor = %s (target <= %.1f); burst p99 nodelet = %s (target <= %.1fs)\n",
 		fmtRatio(burst), targetRatio, fmtSeconds(burstP99), targetBurstP99Sec)
+	if i := r.idle; i.Measure {
+		fmt.Fprintf(w, "BENCH idle %d pods %.0fs: cpu=%.2fs rss=%.1fMiB api=[%s] cri=[%s] pod-state-reads=[%s]\n",
+			i.Pods, i.Window, i.CPU, i.RSSMiB, formatCounts(i.API), formatCounts(i.CRI), formatCounts(i.Reads))
+	} else {
+		fmt.Fprintf(w, "BENCH idle (not measured)\n")
+	}
 	b, err := json.Marshal(r.jsonReport())
 	if err != nil { // cannot happen: plain data
 		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
@@ -122,6 +129,7 @@ type jsonReport struct {
 	TargetRatio        float64      `json:"target_ratio"`
 	TargetBurstP99Secs float64      `json:"target_burst_p99_seconds"`
 	RatiosMeasured     bool         `json:"ratios_measured"`
+	Idle               idleResult   `json:"idle"`
 }
 
 func (r *report) jsonReport() jsonReport {
@@ -130,7 +138,7 @@ func (r *report) jsonReport() jsonReport {
 		Node: r.cfg.node, Image: r.cfg.image, Single: r.cfg.single, Burst: r.cfg.burst,
 		RatioSingleP50: round3(single), RatioBurstP99: round3(burst), BurstP99Nodelet: round3(burstP99),
 		TargetRatio: targetRatio, TargetBurstP99Secs: targetBurstP99Sec,
-		RatiosMeasured: single > 0 && burst > 0,
+		RatiosMeasured: single > 0 && burst > 0, Idle: r.idle,
 	}
 	for _, k := range r.order {
 		s := r.summary(k.what, k.agent)

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// idleSnapshot is what the idle phase reads of the nodelet process at one instant.
+type idleSnapshot struct {
+	cpu time.Duration // user + system
+	rss int64         // bytes
+	// counters by label value: API requests by HTTP method, CRI operations by type, pod state reads by source.
+	api, cri, reads map[string]float64
+}
+
+// idleResult is the cost of nodelet holding idlePods running pods for the idle window.
+type idleResult struct {
+	Pods    int                `json:"pods"`
+	Window  float64            `json:"window_seconds"`
+	CPU     float64            `json:"cpu_seconds"`
+	RSSMiB  float64            `json:"rss_mib"`
+	API     map[string]float64 `json:"api_requests_by_method"`
+	CRI     map[string]float64 `json:"cri_operations_by_type"`
+	Reads   map[string]float64 `json:"pod_state_reads_by_source"`
+	Measure bool               `json:"measured"`
+}
+
+// idle starts cfg.idlePods pods, waits until they run and the agent settled, then measures what nodelet
+// costs over cfg.idleWindow with nothing changing: CPU time, RSS at the end, and the API requests, CRI
+// operations and pod state reads it made (from its own /metrics, read with the admin credentials).
+func (n *nodeletBench) idle(ctx context.Context, r *report) error {
+	if n.cfg.idlePods <= 0 {
+		return nil
+	}
+	names := make([]string, n.cfg.idlePods)
+	for i := range names {
+		names[i] = fmt.Sprintf("idle-%02d", i)
+	}
+	logf("nodelet: idle cost of %d running pods over %s", len(names), n.cfg.idleWindow)
+	if _, err := together(names, func(name string, t0 time.Time) (time.Duration, error) {
+		return n.createAndWait(ctx, name, t0)
+	}); err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, 5*time.Second); err != nil { // the last status writes and probes settle
+		return err
+	}
+	m, err := newMetricsReader(n.cfg)
+	if err != nil {
+		return err
+	}
+	before, err := m.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, n.cfg.idleWindow); err != nil {
+		return err
+	}
+	after, err := m.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	r.idle = idleResult{Pods: len(names), Window: n.cfg.idleWindow.Seconds(), Measure: true,
+		CPU: round3((after.cpu - before.cpu).Seconds()), RSSMiB: round3(float64(after.rss) / (1 << 20)),
+		API: delta(before.api, after.api), CRI: delta(before.cri, after.cri), Reads: delta(before.reads, after.reads)}
+	logf("nodelet: deleting the %d idle pods", len(names))
+	_, err = together(names, func(name string, t0 time.Time) (time.Duration, error) {
+		return n.deleteAndWait(ctx, name, t0)
+	})
+	return err
+}
+
+func delta(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// metricsReader reads the nodelet process's /proc entries and its /metrics.
+type metricsReader struct {
+	pidFile string
+	url     string
+	client  *http.Client
+}
+
+func newMetricsReader(cfg config) (*metricsReader, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := rest.TLSConfigFor(rc)
+	if err != nil {
+		return nil, err
+	}
+	if tc == nil {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tc.RootCAs, tc.InsecureSkipVerify = nil, true // nodelet's serving certificate is its own; only its figures matter here
+	return &metricsReader{
+		pidFile: filepath.Join(cfg.bedDir, "pids", "nodelet.pid"),
+		url:     "https://127.0.0.1:10250/metrics",
+		client:  &http.Client{Timeout: apiLimit, Transport: &http.Transport{TLSClientConfig: tc}},
+	}, nil
+}
+
+func (m *metricsReader) snapshot(ctx context.Context) (idleSnapshot, error) {
+	var s idleSnapshot
+	b, err := os.ReadFile(m.pidFile)
+	if err != nil {
+		return s, err
+	}
+	pid := strings.TrimSpace(string(b))
+	if s.cpu, err = processCPU(pid); err != nil {
+		return s, err
+	}
+	if s.rss, err = processRSS(pid); err != nil {
+		return s, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return s, fmt.Errorf("nodelet /metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return s, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("nodelet /metrics: %s: %s", resp.Status, text)
+	}
+	s.api = counterBy(string(text), "rest_client_requests_total", "method")
+	s.cri = counterBy(string(text), "kubelet_runtime_operations_total", "operation_type")
+	s.reads = counterBy(string(text), "nodelet_pod_state_reads_total", "source")
+	return s, nil
+}
+
+// processCPU is the process's user + system time from /proc/<pid>/stat.
+func processCPU(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%s/stat: too few fields", pid)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] { // utime, stime (fields 14 and 15 of stat)
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ is 100 on Linux
+}
+
+// processRSS is VmRSS from /proc/<pid>/status, in bytes.
+func processRSS(pid string) (int64, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%s/status: no VmRSS", pid)
+}
+
+var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+)`)
+
+// counterBy sums the samples of a counter in Prometheus text format by the value of one label.
+func counterBy(text, name, label string) map[string]float64 {
+	out := map[string]float64{}
+	for line := range strings.SplitSeq(text, "\n") {
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil || m[1] != name {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			continue
+		}
+		for pair := range strings.SplitSeq(m[2], ",") {
+			if k, val, ok := strings.Cut(pair, "="); ok && k == label {
+				out[strings.Trim(val, `"`)] += v
+			}
+		}
+	}
+	return out
+}
+
+// formatCounts prints counts as "12 GET + 6 PUT", largest first.
+func formatCounts(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			if m[a] > m[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%.0f %s", m[k], k))
+	}
+	return strings.Join(parts, " + ")
+}
