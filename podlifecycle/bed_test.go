@@ -36,12 +36,12 @@ import (
 // instant is a fact, not a wall-clock window. Background work (stops, hooks) runs in goroutines; wait for
 // it with waitKill.
 type lifecycleBed struct {
-	t   *testing.T
-	ctx context.Context
-	clk *clocktesting.FakeClock
-	rt  *fake.Runtime
-	cri *runtime.Client
-	api *bedAPI
+	t    *testing.T
+	ctx  context.Context
+	clk  *clocktesting.FakeClock
+	rt   *fake.Runtime
+	cri  *runtime.Client
+	api  *bedAPI
 	rec  *record.FakeRecorder
 	pleg *runtime.PLEG
 	r    *Reconciler
