@@ -19,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/hollow"
+	"github.com/nodelet/nodelet/staticpods/kubeletuid"
 )
 
 // Set at build time (-ldflags -X main.version=...).
@@ -61,7 +62,8 @@ func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
 	}
 	defer lock.Release()
 	ctx, contended := lock.Context(ctx)
-	a, err := agent.New(ctx, agent.Options{Config: cfg, Version: version, KubeletVersion: kubeVersion + "+nodelet", Logger: log})
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Version: version, KubeletVersion: kubeVersion + "+nodelet", Logger: log,
+		StaticPodUIDs: kubeletuid.UIDs})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/staticpods"
 )
 
 // Options are what New needs beyond the configuration. Only Config is required.
@@ -50,6 +51,10 @@ type Options struct {
 	// Services, when set, is a Service lister shared with other nodes of the process (hollow nodes);
 	// nil gives the node its own Service informer.
 	Services *podlifecycle.APIServices
+	// StaticPodUIDs computes static pod UIDs (nil: staticpods' own hash). The nodelet binary passes
+	// kubeletuid.UIDs, the kubelet's, so that a node keeps its static pods across a handover; it is not
+	// the default because it brings in k8s.io/kubernetes, whose replaces a library user would inherit.
+	StaticPodUIDs staticpods.UIDFunc
 }
 
 // DefaultKubeletVersion is the kubelet version nodelet reports to the API server.

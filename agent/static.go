@@ -37,7 +37,7 @@ func (a *Agent) staticPods(recorder record.EventRecorder) *staticpods.Store {
 	store := staticpods.NewStore(a.cfg.NodeName, report)
 	if kc.StaticPodPath != "" {
 		a.local = append(a.local, &staticpods.FileSource{Path: kc.StaticPodPath, Period: kc.FileCheckFrequency.Duration,
-			NodeName: a.cfg.NodeName, Clock: a.clock(), Store: store, Report: report})
+			NodeName: a.cfg.NodeName, Clock: a.clock(), Store: store, Report: report, UIDs: a.opts.StaticPodUIDs})
 	}
 	if kc.StaticPodURL != "" {
 		header := http.Header{}
@@ -47,7 +47,7 @@ func (a *Agent) staticPods(recorder record.EventRecorder) *staticpods.Store {
 			}
 		}
 		a.local = append(a.local, &staticpods.URLSource{URL: kc.StaticPodURL, Header: header, Period: kc.HTTPCheckFrequency.Duration,
-			NodeName: a.cfg.NodeName, Clock: a.clock(), Store: store, Report: report})
+			NodeName: a.cfg.NodeName, Clock: a.clock(), Store: store, Report: report, UIDs: a.opts.StaticPodUIDs})
 	}
 	return store
 }

@@ -45,12 +45,36 @@ var strictDecoder = func() runtime.Decoder {
 // UID hash and decides the config.source annotation. config.seen is left to the Store. One invalid pod
 // in a PodList fails the whole list.
 func Decode(data []byte, nodeName, source string) ([]*corev1.Pod, error) {
+	return DecodeWith(data, nodeName, source, nil)
+}
+
+// UIDFunc returns the UIDs of a manifest's pods, one per pod in manifest order (a pod that names its own
+// UID keeps it): kubeletuid.UIDs gives the kubelet's. source is as in Decode; file is false for the HTTP
+// source.
+type UIDFunc func(data []byte, nodeName, source string, file bool) ([]types.UID, error)
+
+// DecodeWith is Decode with the pods' UIDs from uids (nil: staticpods' own hash of the decoded pod).
+func DecodeWith(data []byte, nodeName, source string, uids UIDFunc) ([]*corev1.Pod, error) {
 	if len(data) > MaxManifestBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), MaxManifestBytes)
 	}
 	pods, err := decodeObjects(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if uids != nil {
+		ids, err := uids(data, nodeName, source, sourceKind(source) == SourceFile)
+		if err == nil && len(ids) != len(pods) {
+			err = fmt.Errorf("%d UIDs for %d pods", len(ids), len(pods))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: pod UIDs: %w", ErrMalformed, err)
+		}
+		for i, pod := range pods {
+			if pod.UID == "" {
+				pod.UID = ids[i]
+			}
+		}
 	}
 	for i, pod := range pods {
 		name := pod.Name

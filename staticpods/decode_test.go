@@ -311,3 +311,29 @@ func TestGarbageCorpusDeterministic(t *testing.T) {
 		t.Errorf("%s differs from garbage(); regenerate it with STATICPODS_WRITE_CORPUS=1", path)
 	}
 }
+
+// DecodeWith takes the UIDs a UIDFunc computes (the file flag telling a path from a URL), keeps a UID the
+// manifest names, and refuses the manifest when the function fails or miscounts.
+func TestDecodeWithUIDFunc(t *testing.T) {
+	var gotFile bool
+	web := podYAML("web", "nginx:1.27")
+	uids := func(_ []byte, node, source string, file bool) ([]types.UID, error) {
+		gotFile = file
+		return []types.UID{types.UID("uid-" + node)}, nil
+	}
+	pods, err := DecodeWith([]byte(web), "node-1", manifestPath, uids)
+	if err != nil || pods[0].UID != "uid-node-1" || pods[0].Annotations[AnnotationConfigHash] != "uid-node-1" || !gotFile {
+		t.Fatalf("DecodeWith = %v, %v (file %v)", pods, err, gotFile)
+	}
+	if _, err := DecodeWith([]byte(web), "node-1", "https://example.com/pods", uids); err != nil || gotFile {
+		t.Errorf("HTTP source: err %v, file %v", err, gotFile)
+	}
+	own := strings.Replace(web, "name: web", "name: web\n  uid: 0123-own", 1)
+	if pods, err := DecodeWith([]byte(own), "node-1", manifestPath, uids); err != nil || pods[0].UID != "0123-own" {
+		t.Errorf("a manifest's own UID: %v, %v", pods, err)
+	}
+	miscount := func([]byte, string, string, bool) ([]types.UID, error) { return nil, nil }
+	if _, err := DecodeWith([]byte(web), "node-1", manifestPath, miscount); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a UIDFunc with no UID for the pod: err %v, want ErrMalformed", err)
+	}
+}

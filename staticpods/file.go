@@ -38,6 +38,8 @@ type FileSource struct {
 	Clock    clock.WithTicker // default: the real clock
 	Store    *Store
 	Report   Reporter
+	// UIDs computes the pods' UIDs (nil: staticpods' own hash); kubeletuid.UIDs gives the kubelet's.
+	UIDs UIDFunc
 
 	resynced func() // test hook: called after each periodic re-read
 }
@@ -83,6 +85,8 @@ func (f *FileSource) NeedLeaderElection() bool { return false }
 // fileReader is FileSource's state, owned by its Start goroutine.
 type fileReader struct {
 	path     string
+	rawPath  string // the configured path without trailing separators, as the kubelet hashes it
+	uids     UIDFunc
 	nodeName string
 	period   time.Duration
 	clock    clock.WithTicker
@@ -100,6 +104,8 @@ type fileReader struct {
 func newFileReader(f *FileSource, log logr.Logger) *fileReader {
 	r := &fileReader{
 		path:     filepath.Clean(f.Path),
+		rawPath:  strings.TrimRight(f.Path, string(filepath.Separator)),
+		uids:     f.UIDs,
 		nodeName: f.NodeName,
 		period:   f.Period,
 		clock:    f.Clock,
@@ -216,7 +222,11 @@ func (r *fileReader) readFile(p string) ([]*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Decode(data, r.nodeName, p)
+	source := p
+	if p == r.path {
+		source = r.rawPath // a staticPodPath naming one file enters the kubelet's hash as configured
+	}
+	return DecodeWith(data, r.nodeName, source, r.uids)
 }
 
 // readManifest reads a regular file of at most MaxManifestBytes. It opens without blocking, so a FIFO

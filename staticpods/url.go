@@ -32,6 +32,8 @@ type URLSource struct {
 	Report   Reporter
 	Client   *http.Client // default: a client with a 10s timeout
 	MaxBytes int64        // default MaxManifestBytes (10 MiB): a longer body is cut and reported
+	// UIDs computes the pods' UIDs (nil: staticpods' own hash); kubeletuid.UIDs gives the kubelet's.
+	UIDs UIDFunc
 
 	polled func() // test hook: called after each poll
 }
@@ -133,7 +135,7 @@ func (p *urlPoller) apply(data []byte) {
 		p.Store.markSeen(SourceHTTP)
 		return
 	}
-	pods, err := Decode(data, p.NodeName, p.URL)
+	pods, err := DecodeWith(data, p.NodeName, p.URL, p.UIDs)
 	if err != nil {
 		p.faults.fault(decodeFaultKey, reasonFor(err), fmt.Sprintf("static pod URL %s: %v", p.redacted, err))
 		return
