@@ -70,6 +70,10 @@ $(GOLANGCI_LINT):
 bench: build ## Pod start/stop latency on a real containerd bed vs the raw CRI floor (prints figures; never fails on them).
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/bench.sh
 
+.PHONY: handover
+handover: build testbins ## Kubelet → nodelet → kubelet on a bed of its own through deploy/ (MODE=process: by hand); fails on any restarted container.
+	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/handover.sh
+
 IMAGE_ARCHS ?= $(shell go env GOARCH)
 IMAGE_TAG ?= nodelet:$(VERSION)
 

@@ -20,6 +20,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/hollow"
 	"github.com/nodelet/nodelet/staticpods/kubeletuid"
+	"github.com/nodelet/nodelet/takeover"
 )
 
 // Set at build time (-ldflags -X main.version=...).
@@ -33,7 +34,16 @@ func main() {
 		hollowMain(os.Args[2:])
 		return
 	}
-	cfg, err := config.Load(os.Args[1:])
+	if len(os.Args) > 1 && os.Args[1] == "takeover" {
+		takeoverMain(os.Args[2:])
+		return
+	}
+	agentMain(os.Args[1:])
+}
+
+// agentMain runs the node agent with the kubelet's flags.
+func agentMain(args []string) {
+	cfg, err := config.Load(args)
 	if errors.Is(err, pflag.ErrHelp) {
 		os.Exit(0)
 	}
@@ -74,6 +84,36 @@ func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
 		log.Info("Lock file contention: another agent takes the node over, exiting", "path", cfg.LockFile)
 	}
 	return nil
+}
+
+// takeoverMain is `nodelet takeover`, the command of the DaemonSet pod (deploy/): it enters the host's
+// mount namespace, then runs the agent with the flags of the kubelet it takes the node over from. Flags
+// after "--" are added to the kubelet's.
+func takeoverMain(args []string) {
+	fs := pflag.NewFlagSet("takeover", pflag.ContinueOnError)
+	hostRoot := fs.String("host-root", "/host", "where the pod mounts the host's /")
+	binDir := fs.String("bin-dir", "/var/lib/nodelet/bin", "host directory the nodelet binary is copied to")
+	nsenter := fs.String("nsenter", "/usr/bin/nsenter", "the host's nsenter")
+	inHost := fs.Bool("in-host", false, "already in the host's mount namespace (set by the first stage)")
+	_ = fs.MarkHidden("in-host")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(os.Stderr, "nodelet takeover:", err)
+		os.Exit(2)
+	}
+	extra := fs.Args()
+	if !*inHost {
+		next := append([]string{"takeover", "--in-host", "--"}, extra...)
+		err := takeover.Enter(takeover.EnterOptions{HostRoot: *hostRoot, BinDir: *binDir, Nsenter: *nsenter, Args: next})
+		fmt.Fprintln(os.Stderr, "nodelet takeover: cannot enter the host:", err)
+		os.Exit(1)
+	}
+	kubeletArgs, from, err := takeover.KubeletArgs("/proc", "/")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nodelet takeover:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "nodelet takeover: running with the flags of %s: %q, plus %q\n", from, kubeletArgs, extra)
+	agentMain(append(append(kubeletArgs, "--lock-contention-ignores-kubelet"), extra...))
 }
 
 // hollowMain is `nodelet hollow`: many simulated nodes in one process against a real cluster.

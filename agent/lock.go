@@ -32,7 +32,17 @@ func Lock(ctx context.Context, cfg *config.Config, log logr.Logger) (*NodeLock, 
 	nl := &NodeLock{lock: l}
 	if cfg.ExitOnLockContention {
 		log.Info("Watching for inotify events", "path", cfg.LockFile)
-		if nl.contended, err = lockfile.WatchContention(ctx, cfg.LockFile); err != nil {
+		var ignore func() bool
+		if cfg.LockContentionIgnoresKubelet {
+			ignore = func() bool {
+				waiting := lockfile.OnlyKubeletsWaiting("/proc", cfg.LockFile)
+				if waiting {
+					log.Info("A kubelet opened the lock file: it waits for the node, which goes back to it when nodelet exits", "path", cfg.LockFile)
+				}
+				return waiting
+			}
+		}
+		if nl.contended, err = lockfile.WatchContentionUnless(ctx, cfg.LockFile, ignore); err != nil {
 			_ = l.Release()
 			return nil, err
 		}

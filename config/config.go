@@ -44,6 +44,10 @@ type Config struct {
 	CertDir              string // --cert-dir
 	LockFile             string // --lock-file
 	ExitOnLockContention bool   // --exit-on-lock-contention
+	// LockContentionIgnoresKubelet (--lock-contention-ignores-kubelet, nodelet's own, set by `nodelet
+	// takeover`): a kubelet that opens the lock file (restarted by its supervisor, it waits for the lock)
+	// is no contention; another nodelet is. The node goes back to the kubelet when nodelet exits.
+	LockContentionIgnoresKubelet bool
 
 	// The container garbage collection policy: the kubelet's deprecated flags, which it still honours
 	// (KubeletFlags, not KubeletConfiguration fields).

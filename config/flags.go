@@ -75,6 +75,8 @@ func addCredentialFlags(fs *pflag.FlagSet, c *Config) {
 	notYet(fs, "cert-dir")
 	fs.StringVar(&c.LockFile, "lock-file", c.LockFile, "Path of a lock file shared with other kubelets (or nodelets) on the node: held with flock while running.")
 	fs.BoolVar(&c.ExitOnLockContention, "exit-on-lock-contention", c.ExitOnLockContention, "Exit when another process opens the lock file, so that it can take the node over.")
+	fs.BoolVar(&c.LockContentionIgnoresKubelet, "lock-contention-ignores-kubelet", c.LockContentionIgnoresKubelet,
+		"With --exit-on-lock-contention, do not exit when a kubelet opens the lock file (it waits for the lock, and takes the node back when nodelet exits); nodelet's own flag, set by `nodelet takeover`.")
 }
 
 // addNoEffectFlags accepts the kubelet's flags for features nodelet does not have; each one given is

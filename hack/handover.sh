@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Handover check (issue 12): a node run by the real kubelet v1.37.1 with --lock-file/--exit-on-lock-contention is
-# taken over by nodelet started with the same flags, config, kubeconfig and root dir, then handed back. Prints,
-# for every container of the pods created under the kubelet (one crash-looping, one static), whether its ID and
-# restart count survived each handover, and the handover time (kubelet exit → node Ready with nodelet).
+# taken over by nodelet, then handed back. Prints, for every container of the pods created under the kubelet
+# (one with probes, one crash-looping with a volume, one static), whether its ID and restart count survived each
+# handover, and the handover times (kubelet exit → node Ready with nodelet, and back); exits non-zero when a
+# container restarted or a step failed.
+#   MODE=daemonset (default): as users deploy it. The kubelet runs under a supervisor loop (systemd's
+#     Restart=always); the image from hack/image is pushed to the bed's registry and `kubectl apply -k` of an
+#     overlay of deploy/ starts the DaemonSet, whose pod runs `nodelet takeover`; kubectl logs/exec are tried on
+#     the old pods and a new pod must run; deleting the DaemonSet hands the node back to the waiting kubelet.
+#   MODE=process: nodelet started by hand with the kubelet's command line; handed back by starting the kubelet
+#     again (it waits for the lock) and stopping nodelet.
 # Uses a bed of its own (BED_DIR default /var/lib/nodelet-bed-handover) and tears it down (KEEP_BED=1 keeps it).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -10,16 +17,30 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
 export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-handover} BIN_CACHE AGENT=kubelet
+MODE=${MODE:-daemonset}
 bed="$here/bed.sh"
 LOCK=$BED_DIR/run/kubelet.lock
 export NODELET_EXTRA_ARGS="--lock-file $LOCK --exit-on-lock-contention"
 NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
+IMAGE=${REGISTRY_ADDR:-127.0.0.1:5000}/nodelet:handover
 K() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "$@"; }
+FAILED=0
 
-# snapshot: one line per container of the e2e pods: pod/container id restartCount.
+# snapshot: one line per container of the pods made under the kubelet: name id restartCount; the static pod's
+# mirror pod with its UID.
 snapshot() {
   K get pods -n handover -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.name}{" "}{.containerID}{" "}{.restartCount}{"\n"}{end}{end}' | sort
   K get pods -n kube-system -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.uid}{" "}{range .status.containerStatuses[*]}{.containerID}{" "}{.restartCount}{end}{"\n"}{end}' | grep static || true
+}
+
+# compare WHAT BEFORE AFTER: the two snapshots must be equal.
+compare() {
+  if diff "$2" "$3"; then
+    log "RESULT $1: no container restarted ($(grep -c . "$3") containers, same IDs and restart counts, same static pod UID)"
+  else
+    log "RESULT $1: FAILED, containers differ (above)"
+    FAILED=1
+  fi
 }
 
 node_version() { K get node -o jsonpath='{.items[0].status.nodeInfo.kubeletVersion}'; }
@@ -29,23 +50,24 @@ wait_ready_with() {
   local want=$1 start=$SECONDS
   until [ "$(K get node -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}')" = True ] &&
     { if [ "$want" = nodelet ]; then node_version | grep -q nodelet; else ! node_version | grep -q nodelet; fi; }; do
-    [ $((SECONDS - start)) -gt 120 ] && die "node not Ready with $want after 120 s"
+    [ $((SECONDS - start)) -gt 180 ] && die "node not Ready with $want after 180 s"
     sleep 0.2
   done
 }
 
+wait_gone() { local n=0; while kill -0 "$1" 2>/dev/null; do sleep 0.1; n=$((n + 1)); [ $n -gt 1800 ] && die "$2 did not exit"; done; }
+
 teardown() {
   local rc=$?
+  [ -n "${SUPERVISOR_PID:-}" ] && kill "$SUPERVISOR_PID" 2>/dev/null || true
   [ -n "${NODELET_PID:-}" ] && kill "$NODELET_PID" 2>/dev/null || true
   if [ "${KEEP_BED:-}" != 1 ]; then bash "$bed" down || true; fi
   exit "$rc"
 }
 
-main() {
-  [ -x "$NODELET_BIN" ] || die "build nodelet first (make build) or set NODELET_BIN"
-  bash "$bed" clean >/dev/null 2>&1 || true # a bed of its own: start from nothing
-  trap teardown EXIT
-  bash "$bed" up
+# start_pods: under the kubelet, a static pod, a pod with two containers and a readiness probe, and one that
+# crashes once (restart count 1) with an emptyDir volume; waits until they are settled.
+start_pods() {
   mkdir -p "$BED_DIR/manifests"
   cat > "$BED_DIR/manifests/static.yaml" <<YAML
 apiVersion: v1
@@ -54,13 +76,14 @@ metadata: {name: static, namespace: kube-system}
 spec:
   containers: [{name: main, image: busybox, command: [sh, -c, "sleep 3600"]}]
 YAML
+  local node; node=$(K get node -o jsonpath='{.items[0].metadata.name}')
   K create namespace handover
   K apply -n handover -f - <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: web}
 spec:
-  nodeName: $(K get node -o jsonpath='{.items[0].metadata.name}')
+  nodeName: $node
   containers:
   - {name: main, image: busybox, command: [sh, -c, "echo up; sleep 3600"], readinessProbe: {exec: {command: ["true"]}, periodSeconds: 2}}
   - {name: side, image: busybox, command: [sh, -c, "sleep 3600"]}
@@ -69,8 +92,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: crash}
 spec:
-  nodeName: $(K get node -o jsonpath='{.items[0].metadata.name}')
-  containers:
+  nodeName: $node
   restartPolicy: OnFailure
   volumes: [{name: d, emptyDir: {}}]
   containers:
@@ -82,31 +104,118 @@ YAML
   log "waiting for the pods to run and the crashing one to restart once under the kubelet"
   local start=$SECONDS
   until K get pod -n handover crash -o jsonpath='{.status.containerStatuses[0].restartCount}' | grep -q '^[1-9]' &&
-    [ "$(K get pod -n handover web -o jsonpath='{.status.phase}')" = Running ] &&
+    [ "$(K get pod -n handover crash -o jsonpath='{.status.containerStatuses[0].ready}')" = true ] &&
+    [ "$(K get pod -n handover web -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] &&
     K get pods -n kube-system | grep -q 'static.*Running'; do
     [ $((SECONDS - start)) -gt 180 ] && die "pods not ready under the kubelet"
     sleep 1
   done
-  # Between two crashes: the crashing container is in back-off, its restart count steady for a while.
-  snapshot > "$BED_DIR/before.txt"
-  log "under the kubelet ($(node_version)):"; cat "$BED_DIR/before.txt"
+}
 
+# supervise PID ARGS...: a supervisor loop as systemd's Restart=always (RestartSec=1): whenever the agent
+# process exits, the same command line starts again (the kubelet then waits for the lock).
+supervise() {
+  local pid=$1; shift
+  while :; do
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+    sleep 1
+    setsid "$@" >> "$BED_DIR/logs/nodelet.log" 2>&1 < /dev/null &
+    pid=$!
+    echo "$pid" > "$BED_DIR/pids/nodelet.pid"
+    echo "$(date +%T) supervisor: started the kubelet again (pid $pid)" >> "$BED_DIR/logs/supervisor.log"
+  done
+}
+
+# checks_under_nodelet: kubectl logs and exec reach the old pods through nodelet's node API, and a new pod runs.
+checks_under_nodelet() {
+  if K logs -n handover web -c main | grep -q '^up$' && [ "$(K exec -n handover web -c main -- echo ok)" = ok ]; then
+    log "RESULT kubectl logs/exec on a pod started by the kubelet: ok"
+  else
+    log "RESULT kubectl logs/exec on a pod started by the kubelet: FAILED"; FAILED=1
+  fi
+  K create namespace handover-new >/dev/null
+  K apply -n handover-new -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: fresh}
+spec:
+  nodeName: $(K get node -o jsonpath='{.items[0].metadata.name}')
+  containers: [{name: main, image: busybox, command: [sh, -c, "sleep 3600"]}]
+YAML
+  if K wait -n handover-new pod/fresh --for=condition=Ready --timeout=60s >/dev/null; then
+    log "RESULT a new pod under nodelet: Running"
+  else
+    log "RESULT a new pod under nodelet: FAILED"; FAILED=1
+  fi
+}
+
+# daemonset: the kubelet under a supervisor; nodelet's image in the bed's registry; `kubectl apply -k` of an
+# overlay of deploy/ (the image, and the binary's copy kept under the bed); then delete it to hand back.
+daemonset() {
   local kubelet_pid; kubelet_pid=$(cat "$BED_DIR/pids/nodelet.pid")
-  # The kubelet's own command line, as the DaemonSet reads it through hostPID: nodelet gets the same flags.
+  local -a args; mapfile -d '' -t args < "/proc/$kubelet_pid/cmdline"
+  supervise "$kubelet_pid" "${args[@]}" &
+  SUPERVISOR_PID=$!
+  log "pushing nodelet's image to the bed's registry as $IMAGE"
+  (cd "$REPO_ROOT" && go run ./hack/image -bin "linux/$(go env GOARCH)=$NODELET_BIN" -version handover -push "$IMAGE")
+  local overlay=$BED_DIR/deploy-overlay
+  mkdir -p "$overlay"
+  cat > "$overlay/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(realpath --relative-to="$overlay" "$REPO_ROOT/deploy")
+images:
+- {name: nodelet, newName: ${IMAGE%:*}, newTag: ${IMAGE##*:}}
+patches:
+- target: {kind: DaemonSet, name: nodelet}
+  patch: |
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --bin-dir=$BED_DIR/takeover-bin
+YAML
+  log "kubectl apply -k (deploy/ with the bed's image)"
+  local t0=$SECONDS
+  K apply -k "$overlay"
+  wait_gone "$kubelet_pid" "the kubelet"
+  local t_exit=$SECONDS
+  wait_ready_with nodelet
+  log "HANDOVER kubelet→nodelet: kubelet exited $((t_exit - t0)) s after kubectl apply, node Ready with nodelet $((SECONDS - t_exit)) s later"
+  sleep 15 # nodelet syncs every pod a few times
+  snapshot > "$BED_DIR/after-nodelet.txt"
+  log "under nodelet ($(node_version)):"; cat "$BED_DIR/after-nodelet.txt"
+  compare kubelet→nodelet "$BED_DIR/before.txt" "$BED_DIR/after-nodelet.txt"
+  checks_under_nodelet
+
+  log "handing back: deleting the DaemonSet (the kubelet, restarted by its supervisor, waits for the lock)"
+  local nodelet_pid; nodelet_pid=$(pgrep -f 'nodelet takeover --in-host' | head -1 || true)
+  local t1=$SECONDS
+  K delete -k "$overlay" --wait=false
+  [ -n "$nodelet_pid" ] && wait_gone "$nodelet_pid" nodelet
+  local t_exit2=$SECONDS
+  wait_ready_with kubelet
+  log "HANDOVER nodelet→kubelet: nodelet exited $((t_exit2 - t1)) s after kubectl delete, node Ready with the kubelet $((SECONDS - t_exit2)) s later"
+  K wait namespace nodelet-system --for=delete --timeout=120s >/dev/null || { log "RESULT the DaemonSet's namespace is not gone"; FAILED=1; }
+}
+
+# process: nodelet started by hand with the kubelet's command line, handed back by starting the kubelet again
+# and stopping nodelet.
+process() {
+  [ -x "$NODELET_BIN" ] || die "build nodelet first (make build) or set NODELET_BIN"
+  local kubelet_pid; kubelet_pid=$(cat "$BED_DIR/pids/nodelet.pid")
   local -a args; mapfile -d '' -t args < "/proc/$kubelet_pid/cmdline"
   log "starting nodelet with the kubelet's flags: ${args[*]:1}"
   local t0=$SECONDS
   "$NODELET_BIN" "${args[@]:1}" > "$BED_DIR/logs/nodelet-handover.log" 2>&1 &
   NODELET_PID=$!
-  local n=0; while kill -0 "$kubelet_pid" 2>/dev/null; do sleep 0.1; n=$((n + 1)); [ $n -gt 600 ] && die "the kubelet did not exit"; done
+  wait_gone "$kubelet_pid" "the kubelet"
   local t_exit=$SECONDS
   wait_ready_with nodelet
   log "HANDOVER kubelet→nodelet: kubelet exited after $((t_exit - t0)) s, node Ready with nodelet $((SECONDS - t_exit)) s later"
-  sleep 15 # let nodelet sync every pod a few times
+  sleep 15
   snapshot > "$BED_DIR/after-nodelet.txt"
   log "under nodelet ($(node_version)):"; cat "$BED_DIR/after-nodelet.txt"
-  diff "$BED_DIR/before.txt" "$BED_DIR/after-nodelet.txt" && log "RESULT kubelet→nodelet: no container restarted" ||
-    log "RESULT kubelet→nodelet: containers differ (above)"
+  compare kubelet→nodelet "$BED_DIR/before.txt" "$BED_DIR/after-nodelet.txt"
 
   log "handing back: starting the kubelet again, as its supervisor would (same command line)"
   # Not through bed.sh start, which refuses while nodelet holds port 10250: the kubelet waits in flock.
@@ -117,11 +226,24 @@ YAML
   local t_exit2=$SECONDS
   wait_ready_with kubelet
   log "HANDOVER nodelet→kubelet: nodelet exited after $((t_exit2 - t1)) s, node Ready with the kubelet $((SECONDS - t_exit2)) s later"
+}
+
+main() {
+  case $MODE in daemonset | process) ;; *) die "MODE=$MODE: want daemonset or process" ;; esac
+  [ -x "$NODELET_BIN" ] || die "build nodelet first (make build) or set NODELET_BIN"
+  bash "$bed" clean >/dev/null 2>&1 || true # a bed of its own: start from nothing
+  trap teardown EXIT
+  bash "$bed" up
+  start_pods
+  snapshot > "$BED_DIR/before.txt"
+  log "under the kubelet ($(node_version)):"; cat "$BED_DIR/before.txt"
+  "$MODE"
   sleep 15
   snapshot > "$BED_DIR/after-kubelet.txt"
   log "back under the kubelet ($(node_version)):"; cat "$BED_DIR/after-kubelet.txt"
-  diff "$BED_DIR/after-nodelet.txt" "$BED_DIR/after-kubelet.txt" && log "RESULT nodelet→kubelet: no container restarted" ||
-    log "RESULT nodelet→kubelet: containers differ (above)"
+  compare nodelet→kubelet "$BED_DIR/after-nodelet.txt" "$BED_DIR/after-kubelet.txt"
+  [ "$FAILED" = 0 ] || die "handover ($MODE): FAILED (see RESULT lines)"
+  log "handover ($MODE): every check passed"
 }
 
 main "$@"

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -67,6 +70,12 @@ func (l *Lock) Release() error { return l.f.Close() }
 // --exit-on-lock-contention, with the kubelet's inotify events. Call it after Acquire, so the holder's
 // own open is not seen. The watch ends with ctx.
 func WatchContention(ctx context.Context, path string) (<-chan struct{}, error) {
+	return WatchContentionUnless(ctx, path, nil)
+}
+
+// WatchContentionUnless is WatchContention that goes on watching after an event for which ignore (nil:
+// never) returns true.
+func WatchContentionUnless(ctx context.Context, path string, ignore func() bool) (<-chan struct{}, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
@@ -88,6 +97,9 @@ func WatchContention(ctx context.Context, path string) (<-chan struct{}, error) 
 			if err != nil || n <= 0 {
 				return // closed because ctx ended
 			}
+			if ignore != nil && ignore() {
+				continue
+			}
 			close(contended)
 			return
 		}
@@ -100,4 +112,47 @@ func WatchContention(ctx context.Context, path string) (<-chan struct{}, error) 
 		_ = unix.Close(fd) // ends a Read still waiting
 	}()
 	return contended, nil
+}
+
+// OnlyKubeletsWaiting reports whether every other process that has path open (seen through procRoot,
+// "/proc") is a kubelet: a kubelet restarted by its supervisor, waiting for the lock. It reads the
+// processes' open files, which needs the host's PID namespace and root. A process it cannot read counts as
+// not a kubelet.
+func OnlyKubeletsWaiting(procRoot, path string) bool {
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return false
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == self {
+			continue
+		}
+		if !hasOpen(filepath.Join(procRoot, e.Name(), "fd"), target) {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "kubelet" {
+			return false
+		}
+	}
+	return true
+}
+
+// hasOpen reports whether a process's fd directory holds a descriptor of target.
+func hasOpen(fdDir, target string) bool {
+	fds, err := os.ReadDir(fdDir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err == nil && link == target {
+			return true
+		}
+	}
+	return false
 }

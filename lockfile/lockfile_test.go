@@ -5,6 +5,7 @@ package lockfile
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -86,5 +87,53 @@ func TestWatchEndsWithContext(t *testing.T) {
 	case <-contended:
 		t.Fatal("contention reported without any")
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A kubelet waiting for the lock (its supervisor restarted it) is told apart from any other opener, through
+// the processes' open files in /proc.
+func TestOnlyKubeletsWaiting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubelet.lock")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := func(name string) func() {
+		bin := filepath.Join(dir, name)
+		if err := os.WriteFile(bin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "30")
+		cmd.Stdin = f // the lock file open in the child, as a waiting kubelet holds it
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		return func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	}
+	if !OnlyKubeletsWaiting("/proc", path) {
+		t.Error("nobody holds the file: want true")
+	}
+	stopKubelet := holder("kubelet")
+	defer stopKubelet()
+	if !OnlyKubeletsWaiting("/proc", path) {
+		t.Error("a kubelet holds the file: want true")
+	}
+	stopOther := holder("nodelet")
+	defer stopOther()
+	if OnlyKubeletsWaiting("/proc", path) {
+		t.Error("a kubelet and another process hold the file: want false")
 	}
 }

@@ -1,0 +1,201 @@
+package takeover
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Kubeadm's files, read when no kubelet runs.
+const (
+	KubeadmFlagsFile       = "/var/lib/kubelet/kubeadm-flags.env"
+	KubeadmConfigFile      = "/var/lib/kubelet/config.yaml"
+	KubeadmKubeconfig      = "/etc/kubernetes/kubelet.conf"
+	KubeadmBootstrapFile   = "/etc/kubernetes/bootstrap-kubelet.conf"
+	kubeletExtraArgsDebian = "/etc/default/kubelet"
+	kubeletExtraArgsRHEL   = "/etc/sysconfig/kubelet"
+)
+
+// Kubelet is a running kubelet, as seen in /proc.
+type Kubelet struct {
+	PID  int
+	Args []string // the command line without argv[0]
+}
+
+// FindKubelet returns the running kubelet under procRoot ("/proc"): the process whose executable's base
+// name is "kubelet". ok is false when none runs; two are an error.
+func FindKubelet(procRoot string) (k Kubelet, ok bool, err error) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return k, false, err
+	}
+	var found []Kubelet
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue // gone, or a kernel thread
+		}
+		argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+		if filepath.Base(argv[0]) != "kubelet" {
+			continue
+		}
+		found = append(found, Kubelet{PID: pid, Args: argv[1:]})
+	}
+	switch len(found) {
+	case 0:
+		return k, false, nil
+	case 1:
+		return found[0], true, nil
+	default:
+		return k, false, fmt.Errorf("%d kubelet processes run (pids %d and %d): cannot tell which one runs the node", len(found), found[0].PID, found[1].PID)
+	}
+}
+
+// KubeadmArgs are the flags kubeadm's systemd drop-in gives the kubelet, read from its files under root
+// ("/"): the kubeconfig, bootstrap kubeconfig and config file, then KUBELET_KUBEADM_ARGS from
+// kubeadm-flags.env and KUBELET_EXTRA_ARGS from /etc/default/kubelet (or /etc/sysconfig/kubelet).
+func KubeadmArgs(root string) ([]string, error) {
+	flags, err := os.ReadFile(filepath.Join(root, KubeadmFlagsFile))
+	if err != nil {
+		return nil, fmt.Errorf("no kubelet runs and kubeadm's flags cannot be read: %w", err)
+	}
+	args := []string{"--bootstrap-kubeconfig=" + KubeadmBootstrapFile, "--kubeconfig=" + KubeadmKubeconfig,
+		"--config=" + KubeadmConfigFile}
+	kubeadm, err := envArgs(flags, "KUBELET_KUBEADM_ARGS")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", KubeadmFlagsFile, err)
+	}
+	args = append(args, kubeadm...)
+	for _, f := range []string{kubeletExtraArgsDebian, kubeletExtraArgsRHEL} {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		extra, err := envArgs(data, "KUBELET_EXTRA_ARGS")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		args = append(args, extra...)
+		break
+	}
+	return args, nil
+}
+
+// envArgs reads KEY=value (the value quoted or not) from an environment file as systemd does, and splits
+// the value into arguments at white space, as systemd expands $KEY in ExecStart.
+func envArgs(data []byte, key string) ([]string, error) {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		l := strings.TrimSpace(string(line))
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || strings.TrimSpace(k) != key {
+			continue
+		}
+		words, err := splitArgs(strings.TrimSpace(v))
+		if err != nil {
+			return nil, err
+		}
+		// The unit passes $KEY unbraced: systemd splits the value at white space, quotes already gone.
+		var args []string
+		for _, w := range words {
+			args = append(args, strings.Fields(w)...)
+		}
+		return args, nil
+	}
+	return nil, nil
+}
+
+// splitArgs splits a command line at unquoted white space; single and double quotes group, a backslash
+// escapes the next character outside single quotes.
+func splitArgs(s string) ([]string, error) {
+	var args []string
+	var cur strings.Builder
+	inArg, quote, escaped := false, rune(0), false
+	for _, r := range s {
+		switch {
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case r == '\\' && quote != '\'':
+			escaped, inArg = true, true
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inArg = r, true
+		case r == ' ' || r == '\t':
+			if inArg {
+				args = append(args, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteRune(r)
+			inArg = true
+		}
+	}
+	if quote != 0 || escaped {
+		return nil, fmt.Errorf("unterminated quote or escape in %q", s)
+	}
+	if inArg {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}
+
+// LockFlags returns the kubelet's --lock-file and whether it exits on lock contention. Without both, the
+// kubelet cannot hand the node over: it would keep running next to nodelet.
+func LockFlags(args []string) (lockFile string, exitOnContention bool) {
+	for i := 0; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") {
+			continue
+		}
+		switch name {
+		case "lock-file":
+			if !hasValue && i+1 < len(args) {
+				i++
+				value = args[i]
+			}
+			lockFile = value
+		case "exit-on-lock-contention":
+			exitOnContention = !hasValue || value == "true"
+		}
+	}
+	return lockFile, exitOnContention
+}
+
+// KubeletArgs returns the flags nodelet runs the node with, from inside the host's mount namespace: the
+// running kubelet's command line (read through procRoot, "/proc"), else kubeadm's files under root ("/").
+// from says which. A running kubelet without --lock-file and --exit-on-lock-contention is an error: it
+// would not hand the node over.
+func KubeletArgs(procRoot, root string) (args []string, from string, err error) {
+	k, running, err := FindKubelet(procRoot)
+	if err != nil {
+		return nil, "", err
+	}
+	if !running {
+		args, err := KubeadmArgs(root)
+		return args, "kubeadm's files", err
+	}
+	if lock, exit := LockFlags(k.Args); lock == "" || !exit {
+		return nil, "", fmt.Errorf("the kubelet (pid %d) runs without --lock-file and --exit-on-lock-contention, so it "+
+			"cannot hand the node over: add both to its flags (e.g. --lock-file=/var/run/kubelet.lock "+
+			"--exit-on-lock-contention in KUBELET_EXTRA_ARGS) and restart it", k.PID)
+	}
+	return k.Args, fmt.Sprintf("the running kubelet (pid %d)", k.PID), nil
+}
