@@ -166,7 +166,7 @@ kind: Kustomization
 resources:
 - $(realpath --relative-to="$overlay" "$REPO_ROOT/deploy")
 images:
-- {name: nodelet, newName: ${IMAGE%:*}, newTag: ${IMAGE##*:}}
+- {name: ghcr.io/nodelet/nodelet, newName: ${IMAGE%:*}, newTag: ${IMAGE##*:}}
 patches:
 - target: {kind: DaemonSet, name: nodelet}
   patch: |

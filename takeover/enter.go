@@ -20,11 +20,14 @@ type EnterOptions struct {
 	Nsenter string
 	// Args are the arguments of the nodelet started in the host's mount namespace.
 	Args []string
+	// Target is the process whose mount namespace is entered (default: the running kubelet's, whose view of
+	// the node is the one to keep, else PID 1's).
+	Target int
 }
 
 // Enter copies the running binary into the host, changes root to the host's and replaces the process
-// with the host's nsenter, which enters the mount namespace of the host's PID 1 (the pod runs with
-// hostPID) and executes the copy with opts.Args. It returns only on failure. A static Go binary cannot
+// with the host's nsenter, which enters the mount namespace of the running kubelet, or of the host's PID 1
+// (the pod runs with hostPID), and executes the copy with opts.Args. It returns only on failure. A static Go binary cannot
 // enter another mount namespace itself (setns of a mount namespace needs a single-threaded process).
 func Enter(opts EnterOptions) error {
 	if opts.HostRoot == "" {
@@ -49,7 +52,13 @@ func Enter(opts EnterOptions) error {
 	if _, err := os.Stat(opts.Nsenter); err != nil {
 		return fmt.Errorf("the host has no %s (util-linux): %w", opts.Nsenter, err)
 	}
-	argv := append([]string{opts.Nsenter, "--target=1", "--mount", "--", bin}, opts.Args...)
+	if opts.Target == 0 {
+		opts.Target = 1
+		if k, ok, err := FindKubelet("/proc"); err == nil && ok {
+			opts.Target = k.PID
+		}
+	}
+	argv := append([]string{opts.Nsenter, fmt.Sprintf("--target=%d", opts.Target), "--mount", "--", bin}, opts.Args...)
 	return syscall.Exec(opts.Nsenter, argv, os.Environ())
 }
 
