@@ -155,7 +155,7 @@ func (c *LeaseController) renewed(ctx context.Context, base *coordinationv1.Leas
 // deleted and registered again) is replaced too: left alone, the garbage collector would delete the
 // lease of the live node, and the node would go without a heartbeat until the next renewal recreates it.
 func (c *LeaseController) setNodeOwner(ctx context.Context, lease *coordinationv1.Lease) {
-	if owned := lease.OwnerReferences; len(owned) > 0 && !(len(owned) == 1 && owned[0].Kind == "Node" && owned[0].Name == c.NodeName) {
+	if owned := lease.OwnerReferences; len(owned) > 0 && !c.ownedByNodeName(owned) {
 		return // owners someone else chose: keep them
 	}
 	node := &corev1.Node{}
@@ -171,4 +171,10 @@ func (c *LeaseController) setNodeOwner(ctx context.Context, lease *coordinationv
 	lease.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Node", Name: node.Name, UID: node.UID,
 	}}
+}
+
+// ownedByNodeName reports whether the only owner is a Node of this node's name (this one, or an earlier
+// one of the same name).
+func (c *LeaseController) ownedByNodeName(owners []metav1.OwnerReference) bool {
+	return len(owners) == 1 && owners[0].Kind == "Node" && owners[0].Name == c.NodeName
 }

@@ -55,7 +55,15 @@ wait_ready_with() {
   done
 }
 
-wait_gone() { local n=0; while kill -0 "$1" 2>/dev/null; do sleep 0.1; n=$((n + 1)); [ $n -gt 1800 ] && die "$2 did not exit"; done; }
+# wait_gone PID WHAT: waits (up to 180 s) for the process to exit.
+wait_gone() {
+  local n=0
+  while kill -0 "$1" 2>/dev/null; do
+    sleep 0.1
+    n=$((n + 1))
+    if [ $n -gt 1800 ]; then die "$2 did not exit"; fi
+  done
+}
 
 teardown() {
   local rc=$?

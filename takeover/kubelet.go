@@ -121,40 +121,53 @@ func envArgs(data []byte, key string) ([]string, error) {
 // splitArgs splits a command line at unquoted white space; single and double quotes group, a backslash
 // escapes the next character outside single quotes.
 func splitArgs(s string) ([]string, error) {
-	var args []string
-	var cur strings.Builder
-	inArg, quote, escaped := false, rune(0), false
+	var sp argSplitter
 	for _, r := range s {
-		switch {
-		case escaped:
-			cur.WriteRune(r)
-			escaped = false
-		case r == '\\' && quote != '\'':
-			escaped, inArg = true, true
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteRune(r)
-		case r == '"' || r == '\'':
-			quote, inArg = r, true
-		case r == ' ' || r == '\t':
-			if inArg {
-				args = append(args, cur.String())
-				cur.Reset()
-				inArg = false
-			}
-		default:
-			cur.WriteRune(r)
-			inArg = true
-		}
+		sp.next(r)
 	}
-	if quote != 0 || escaped {
+	if sp.quote != 0 || sp.escaped {
 		return nil, fmt.Errorf("unterminated quote or escape in %q", s)
 	}
-	if inArg {
-		args = append(args, cur.String())
+	sp.endArg()
+	return sp.args, nil
+}
+
+// argSplitter is splitArgs' state.
+type argSplitter struct {
+	args    []string
+	cur     strings.Builder
+	inArg   bool
+	quote   rune
+	escaped bool
+}
+
+func (sp *argSplitter) next(r rune) {
+	switch {
+	case sp.escaped:
+		sp.cur.WriteRune(r)
+		sp.escaped = false
+	case r == '\\' && sp.quote != '\'':
+		sp.escaped, sp.inArg = true, true
+	case sp.quote != 0 && r == sp.quote:
+		sp.quote = 0
+	case sp.quote != 0:
+		sp.cur.WriteRune(r)
+	case r == '"' || r == '\'':
+		sp.quote, sp.inArg = r, true
+	case r == ' ' || r == '\t':
+		sp.endArg()
+	default:
+		sp.cur.WriteRune(r)
+		sp.inArg = true
 	}
-	return args, nil
+}
+
+func (sp *argSplitter) endArg() {
+	if sp.inArg {
+		sp.args = append(sp.args, sp.cur.String())
+		sp.cur.Reset()
+		sp.inArg = false
+	}
 }
 
 // LockFlags returns the kubelet's --lock-file and whether it exits on lock contention. Without both, the
