@@ -74,6 +74,10 @@ bench: build ## Pod start/stop latency on a real containerd bed vs the raw CRI f
 handover: build testbins ## Kubelet → nodelet → kubelet on a bed of its own through deploy/ (MODE=process: by hand); fails on any restarted container.
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/handover.sh
 
+.PHONY: join
+join: build testbins ## A node joins with a bootstrap token only (TLS bootstrap), then rotates its client certificate; on a bed of its own.
+	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/join.sh
+
 IMAGE_ARCHS ?= $(shell go env GOARCH)
 IMAGE_TAG ?= nodelet:$(VERSION)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/hollow"
+	"github.com/nodelet/nodelet/nodecreds"
 	"github.com/nodelet/nodelet/staticpods/kubeletuid"
 	"github.com/nodelet/nodelet/takeover"
 )
@@ -72,8 +73,16 @@ func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
 	}
 	defer lock.Release()
 	ctx, contended := lock.Context(ctx)
+	// TLS bootstrap and client certificate rotation, as the kubelet's flags ask (nil: a plain kubeconfig).
+	restCfg, err := nodecreds.ClientConfig(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if restCfg != nil {
+		agent.TuneRestConfig(restCfg, cfg, version)
+	}
 	a, err := agent.New(ctx, agent.Options{Config: cfg, Version: version, KubeletVersion: kubeVersion + "+nodelet", Logger: log,
-		StaticPodUIDs: kubeletuid.UIDs})
+		RestConfig: restCfg, StaticPodUIDs: kubeletuid.UIDs})
 	if err != nil {
 		return err
 	}

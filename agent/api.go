@@ -38,10 +38,15 @@ func RestConfig(cfg *config.Config, version string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", cfg.Kubeconfig, err)
 	}
+	TuneRestConfig(rc, cfg, version)
+	return rc, nil
+}
+
+// TuneRestConfig sets the kubelet's kubeAPIQPS and kubeAPIBurst and nodelet's user agent on rc.
+func TuneRestConfig(rc *rest.Config, cfg *config.Config, version string) {
 	rc.QPS = float32(derefInt32(cfg.Kubelet.KubeAPIQPS, 50))
 	rc.Burst = int(cfg.Kubelet.KubeAPIBurst)
 	rc.UserAgent = "nodelet/" + version
-	return rc, nil
 }
 
 // newManager builds the manager with caches scoped to what a node may see: its own Node and the pods

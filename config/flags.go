@@ -20,8 +20,9 @@ const (
 	annNotYet = "nodelet.io/not-yet"
 )
 
-// issueNodeCredentials is the issue for TLS bootstrap, client certificate rotation and the lock file.
-const issueNodeCredentials = "12"
+// notYet marks a flag nodelet records but does not act on yet, naming the issue that will implement it;
+// it is logged at start-up when set (no flag is marked today).
+var _ = notYet
 
 // NewFlagSet returns nodelet's flag set — every flag of the kubelet v1.37 on Linux, plus nodelet's own
 // --metrics-bind-address — bound to c. Each flag writes into c only when it is given, so flags override
@@ -69,10 +70,8 @@ func addNodeFlags(fs *pflag.FlagSet, c *Config) {
 // addCredentialFlags: the node's credentials and the lock file. They are recorded for the TLS bootstrap
 // and lock file work; --cert-dir already holds the self-signed serving certificate.
 func addCredentialFlags(fs *pflag.FlagSet, c *Config) {
-	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "Path to a kubeconfig used to obtain the node's client certificate when --kubeconfig does not exist (not implemented yet).")
-	notYet(fs, "bootstrap-kubeconfig")
+	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "Path to a kubeconfig used to obtain the node's client certificate (a CSR) when --kubeconfig does not exist or holds no valid certificate; the new kubeconfig is written to --kubeconfig and the certificate to --cert-dir.")
 	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "Directory of the node's certificates; the self-signed serving certificate is kept here when --tls-cert-file is not set (default <root-dir>/pki).")
-	notYet(fs, "cert-dir")
 	fs.StringVar(&c.LockFile, "lock-file", c.LockFile, "Path of a lock file shared with other kubelets (or nodelets) on the node: held with flock while running.")
 	fs.BoolVar(&c.ExitOnLockContention, "exit-on-lock-contention", c.ExitOnLockContention, "Exit when another process opens the lock file, so that it can take the node over.")
 	fs.BoolVar(&c.LockContentionIgnoresKubelet, "lock-contention-ignores-kubelet", c.LockContentionIgnoresKubelet,
@@ -157,8 +156,8 @@ func noEffect(fs *pflag.FlagSet, name, why string) {
 	_ = fs.SetAnnotation(name, annNoEffect, []string{why})
 }
 
-func notYet(fs *pflag.FlagSet, name string) {
-	_ = fs.SetAnnotation(name, annNotYet, []string{issueNodeCredentials})
+func notYet(fs *pflag.FlagSet, name, issue string) {
+	_ = fs.SetAnnotation(name, annNotYet, []string{issue})
 }
 
 // nodeIPValue parses --node-ip; family rules are checked by Validate.

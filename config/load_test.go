@@ -226,9 +226,8 @@ func TestNotices(t *testing.T) {
 		want    [][]string // each: parts of one notice
 		notWant [][]string
 	}{
-		{"kubeadm config", kubeadmConfig, nil,
-			[][]string{{MsgFieldNoEffect, "field=rotateCertificates", "value=true"}},
-			[][]string{{"cgroupDriver"}, {"clusterDNS"}, {"cpuManagerReconcilePeriod"}, {"field=logging"}, {"memorySwap"}, {"shutdownGracePeriod"}}},
+		{"kubeadm config", kubeadmConfig, nil, nil,
+			[][]string{{"rotateCertificates"}, {"cgroupDriver"}, {"clusterDNS"}, {"cpuManagerReconcilePeriod"}, {"field=logging"}, {"memorySwap"}, {"shutdownGracePeriod"}}},
 		{"unimplemented fields at non-default values", header + "failSwapOn: false\nregistryPullQPS: 10\nlogging:\n  format: json\n  verbosity: 2\nshutdownGracePeriod: 30s\n", nil,
 			[][]string{{MsgFieldNoEffect, "field=failSwapOn", "value=false"}, {"field=registryPullQPS", "value=10"},
 				{"field=logging.format", `value="json"`}, {"field=shutdownGracePeriod", `value="30s"`}},
@@ -258,9 +257,8 @@ func TestNotices(t *testing.T) {
 			[][]string{{MsgFlagNoEffect}}},
 		{"container gc flags not given are quiet", "", nil, nil, [][]string{{MsgFlagDeprecated}}},
 		{"no cloud provider is quiet", "", []string{"--cloud-provider="}, nil, [][]string{{"cloud-provider"}}},
-		{"not implemented yet", "", []string{"--bootstrap-kubeconfig=/b.conf", "--cert-dir=/pki", "--lock-file=/l", "--exit-on-lock-contention"},
-			[][]string{{MsgFlagNotYet, "flag=--bootstrap-kubeconfig", "issue=12"}, {MsgFlagNotYet, "flag=--cert-dir"}},
-			[][]string{{"flag=--lock-file"}, {"flag=--exit-on-lock-contention"}}},
+		{"node credential flags are implemented: quiet", "", []string{"--bootstrap-kubeconfig=/b.conf", "--cert-dir=/pki", "--lock-file=/l", "--exit-on-lock-contention"},
+			nil, [][]string{{"flag=--bootstrap-kubeconfig"}, {"flag=--cert-dir"}, {"flag=--lock-file"}, {"flag=--exit-on-lock-contention"}}},
 		{"feature gates", header + "featureGates:\n  A: true\n", []string{"--feature-gates=B=false"},
 			[][]string{{MsgFeatureGates, "A:true", "B:false"}}, [][]string{{MsgFlagNoEffect}, {MsgFieldNoEffect}}},
 	}

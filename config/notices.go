@@ -63,6 +63,8 @@ var implementedFields = map[string]bool{
 	// Image garbage collection (issue 13).
 	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true,
 	"imageMinimumGCAge": true, "imageMaximumGCAge": true,
+	// Node credentials (issue 12): client certificate rotation (package nodecreds).
+	"rotateCertificates": true,
 }
 
 // partialFields are struct fields of which nodelet implements only some sub-fields: their sub-fields are

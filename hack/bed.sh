@@ -10,6 +10,7 @@
 # NODE_NAME (default: hostname, lower-cased), NODE_IP (default: the source address of the default route),
 # AGENT (nodelet, the default, or kubelet: the real kubelet as the node agent, same config file and flags),
 # CONTAINERD (1: Debian's containerd 1.6, the default; 2: containerd 2.x and runc built from the module proxy).
+# BED_SIGNING_DURATION (the controller-manager's --cluster-signing-duration, default 8760h; short for rotation tests).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -145,7 +146,7 @@ component_cmd() {
       --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380
       --initial-cluster bed=http://127.0.0.1:2380 --unsafe-no-fsync --log-level warn) ;;
     apiserver) CMD=("$KUBE_BIN_DIR/kube-apiserver" --etcd-servers http://127.0.0.1:2379 --secure-port 6443
-      --advertise-address 127.0.0.1 --endpoint-reconciler-type none --allow-privileged=true
+      --advertise-address 127.0.0.1 --endpoint-reconciler-type none --allow-privileged=true --enable-bootstrap-token-auth
       --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
       --service-cluster-ip-range 10.96.0.0/16 --service-account-issuer https://kubernetes.default.svc.cluster.local
       --service-account-key-file "$PKI_DIR/sa.pub" --service-account-signing-key-file "$PKI_DIR/sa.key"
@@ -164,7 +165,8 @@ component_cmd() {
       --authorization-kubeconfig "$PKI_DIR/controller-manager.kubeconfig"
       --use-service-account-credentials --service-account-private-key-file "$PKI_DIR/sa.key"
       --root-ca-file "$PKI_DIR/ca.crt" --cluster-signing-cert-file "$PKI_DIR/ca.crt"
-      --cluster-signing-key-file "$PKI_DIR/ca.key" --node-monitor-grace-period 20s --node-monitor-period 2s
+      --cluster-signing-key-file "$PKI_DIR/ca.key" --cluster-signing-duration "${BED_SIGNING_DURATION:-8760h}"
+      --node-monitor-grace-period 20s --node-monitor-period 2s
       --leader-elect=false '--controllers=*') ;;
     scheduler) CMD=("$KUBE_BIN_DIR/kube-scheduler" --bind-address 127.0.0.1 --kubeconfig "$PKI_DIR/scheduler.kubeconfig"
       --authentication-kubeconfig "$PKI_DIR/scheduler.kubeconfig"

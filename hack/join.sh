@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Bootstrap-token join (issue 12): a node with nothing but a bootstrap token joins the bed's cluster as kubeadm
+# join does — nodelet requests its client certificate through a kubernetes.io/kube-apiserver-client-kubelet CSR
+# made with the token, the controller-manager approves and signs it (the RBAC bindings kubeadm creates), nodelet
+# writes its kubeconfig and certificate, registers the Node as system:node:<name> and runs pods; with
+# rotateCertificates and short certificates (BED_SIGNING_DURATION=2m) it then renews its certificate through a
+# second CSR made as the node, without losing the node. Prints RESULT lines; exits non-zero when a step fails.
+# Uses a bed of its own (BED_DIR default /var/lib/nodelet-bed-join) and tears it down (KEEP_BED=1 keeps it).
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-join} BIN_CACHE BED_SIGNING_DURATION=${BED_SIGNING_DURATION:-2m}
+bed="$here/bed.sh"
+J=$BED_DIR/join
+TOKEN_ID=n0d3l7 TOKEN_SECRET=0123456789abcdef
+K() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "$@"; }
+FAILED=0
+result() { if [ "$1" = ok ]; then log "RESULT $2: ok"; else log "RESULT $2: FAILED${3:+ ($3)}"; FAILED=1; fi; }
+
+teardown() {
+  local rc=$?
+  if [ "${KEEP_BED:-}" != 1 ]; then bash "$bed" down || true; fi
+  exit "$rc"
+}
+
+# until_true SECONDS WHAT COMMAND...: polls COMMAND every second; false after SECONDS.
+until_true() {
+  local limit=$1 what=$2 start=$SECONDS; shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [ $((SECONDS - start)) -gt "$limit" ]; then log "timed out after ${limit}s waiting for $what"; return 1; fi
+    sleep 1
+  done
+}
+
+# cluster_side: what kubeadm init sets up for joins: a bootstrap token, and the bindings that let its group
+# ask for node client certificates (approved at once), and nodes renew theirs.
+cluster_side() {
+  K apply -f - <<YAML
+apiVersion: v1
+kind: Secret
+metadata: {name: bootstrap-token-$TOKEN_ID, namespace: kube-system}
+type: bootstrap.kubernetes.io/token
+stringData:
+  token-id: $TOKEN_ID
+  token-secret: $TOKEN_SECRET
+  usage-bootstrap-authentication: "true"
+  auth-extra-groups: system:bootstrappers:nodelet:default-node-token
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: nodelet:node-bootstrapper}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:node-bootstrapper}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:bootstrappers}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: nodelet:node-autoapprove-bootstrap}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:certificates.k8s.io:certificatesigningrequests:nodeclient}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:bootstrappers}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: nodelet:node-autoapprove-certificate-rotation}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:certificates.k8s.io:certificatesigningrequests:selfnodeclient}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:nodes}]
+YAML
+}
+
+csr_count() { K get csr -o jsonpath="{range .items[?(@.spec.signerName==\"kubernetes.io/kube-apiserver-client-kubelet\")]}{.spec.username}{\"\\n\"}{end}" | grep -c "$1" || true; }
+node_ready() { [ "$(K get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+cert_subject() { openssl x509 -noout -subject -nameopt RFC2253 -in "$J/pki/kubelet-client-current.pem"; }
+cert_serial() { openssl x509 -noout -serial -in "$J/pki/kubelet-client-current.pem"; }
+cert_renewed() { [ "$(cert_serial)" != "$FIRST_SERIAL" ]; }
+
+run_pod() {
+  K apply -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  nodeName: $NODE
+  containers: [{name: main, image: busybox, command: [sh, -c, "sleep 3600"]}]
+YAML
+  K wait pod "$1" --for=condition=Ready --timeout=90s >/dev/null
+}
+
+main() {
+  bash "$bed" clean >/dev/null 2>&1 || true
+  trap teardown EXIT
+  bash "$bed" up
+  NODE=$(K get node -o jsonpath='{.items[0].metadata.name}')
+  log "the node $NODE leaves: nodelet stops, its Node is deleted; a new one joins with a bootstrap token only"
+  bash "$bed" stop nodelet
+  K delete node "$NODE" --wait=true
+  cluster_side
+  rm -rf "$J"; mkdir -p "$J"
+  K config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}' > "$J/server"
+  cat > "$J/bootstrap-kubelet.conf" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: bed, cluster: {server: "$(cat "$J/server")", certificate-authority: "$BED_DIR/pki/ca.crt"}}]
+users: [{name: tls-bootstrap-token-user, user: {token: "$TOKEN_ID.$TOKEN_SECRET"}}]
+contexts: [{name: bootstrap, context: {cluster: bed, user: tls-bootstrap-token-user}}]
+current-context: bootstrap
+YAML
+  local t0=$SECONDS
+  # The later --kubeconfig wins over the bed's: a path that does not exist yet.
+  NODELET_EXTRA_ARGS="--kubeconfig $J/kubelet.conf --bootstrap-kubeconfig $J/bootstrap-kubelet.conf --cert-dir $J/pki --rotate-certificates" \
+    bash "$bed" start nodelet
+  if until_true 120 "the node to join" node_ready; then
+    log "JOIN: node $NODE Ready $((SECONDS - t0)) s after nodelet started with a bootstrap token"
+    result ok "node joined with a bootstrap token"
+  else
+    result failed "node joined with a bootstrap token"
+  fi
+  [ "$(csr_count "system:bootstrap:$TOKEN_ID")" -ge 1 ] && result ok "CSR made with the token (system:bootstrap:$TOKEN_ID)" ||
+    result failed "CSR made with the token"
+  [ -s "$J/kubelet.conf" ] && grep -q "kubelet-client-current.pem" "$J/kubelet.conf" && result ok "kubeconfig written, using $J/pki/kubelet-client-current.pem" ||
+    result failed "kubeconfig written"
+  local subject; subject=$(cert_subject || true)
+  [ "$subject" = "subject=CN=system:node:$NODE,O=system:nodes" ] && result ok "client certificate $subject" ||
+    result failed "client certificate" "$subject"
+  run_pod joined && result ok "a pod runs on the joined node" || result failed "a pod runs on the joined node"
+
+  FIRST_SERIAL=$(cert_serial)
+  log "waiting for the client certificate ($BED_SIGNING_DURATION long) to be rotated"
+  local t1=$SECONDS
+  if until_true 300 "a renewed certificate" cert_renewed; then
+    log "ROTATION: new client certificate $((SECONDS - t1)) s later ($(cert_serial)); CSRs by the node: $(csr_count "system:node:$NODE")"
+    [ "$(csr_count "system:node:$NODE")" -ge 1 ] && result ok "certificate rotated through a CSR made as the node" ||
+      result failed "certificate rotated through a CSR made as the node"
+  else
+    result failed "certificate rotated"
+  fi
+  sleep 5
+  node_ready && run_pod after-rotation && result ok "node Ready and pods run after the rotation" ||
+    result failed "node Ready and pods run after the rotation"
+  [ "$FAILED" = 0 ] || die "join: FAILED (see RESULT lines)"
+  log "join: every check passed"
+}
+
+main "$@"

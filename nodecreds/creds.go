@@ -1,0 +1,70 @@
+package nodecreds
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubeletcertificate "k8s.io/kubernetes/pkg/kubelet/certificate"
+	"k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap"
+
+	"github.com/nodelet/nodelet/config"
+)
+
+// exitAfter: with rotation, the kubelet exits when it has had no valid client certificate for this long
+// (its supervisor restarts it, to bootstrap again); nodelet keeps the kubelet's value.
+const exitAfter = 5 * time.Minute
+
+// ClientConfig returns the node's API client configuration when the kubelet's flags ask for TLS bootstrap
+// or rotation, after bootstrapping if needed; nil (and no error) when a plain --kubeconfig is all there is
+// (or in standalone mode), which the caller loads itself. The certificate manager and the transport's
+// rotation run until ctx ends.
+func ClientConfig(ctx context.Context, cfg *config.Config, log logr.Logger) (*rest.Config, error) {
+	if cfg.Kubeconfig == "" {
+		return nil, nil
+	}
+	nodeName := types.NodeName(cfg.NodeName)
+	if cfg.BootstrapKubeconfig != "" {
+		log.Info("Client rotation is on, will bootstrap in background", "kubeconfig", cfg.Kubeconfig,
+			"bootstrapKubeconfig", cfg.BootstrapKubeconfig, "certDir", cfg.CertDirectory())
+		if err := bootstrap.LoadClientCert(ctx, cfg.Kubeconfig, cfg.BootstrapKubeconfig, cfg.CertDirectory(), nodeName); err != nil {
+			return nil, fmt.Errorf("TLS bootstrap: %w", err)
+		}
+	}
+	if !cfg.Kubelet.RotateCertificates {
+		return nil, nil
+	}
+	certConfig, clientConfig, err := bootstrap.LoadClientConfig(log, cfg.Kubeconfig, cfg.BootstrapKubeconfig, cfg.CertDirectory())
+	if err != nil {
+		return nil, err
+	}
+	newClientset := func(current *tls.Certificate) (clientset.Interface, error) {
+		// With a valid certificate, CSRs are made as the node; until then with the bootstrap credentials.
+		c := certConfig
+		if current != nil {
+			c = clientConfig
+		}
+		return clientset.NewForConfig(c)
+	}
+	mgr, err := kubeletcertificate.NewKubeletClientCertificateManager(cfg.CertDirectory(), nodeName,
+		// kubeadm hands the kubelet a certificate in --kubeconfig and expects it rotated out at once.
+		clientConfig.CertData, clientConfig.KeyData, clientConfig.CertFile, clientConfig.KeyFile, newClientset)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate manager: %w", err)
+	}
+	mgr.Start()
+	go func() {
+		<-ctx.Done()
+		mgr.Stop()
+	}()
+	transport := rest.AnonymousClientConfig(clientConfig)
+	if _, err := kubeletcertificate.UpdateTransport(log, ctx.Done(), transport, mgr, exitAfter); err != nil {
+		return nil, fmt.Errorf("client certificate rotation: %w", err)
+	}
+	return transport, nil
+}
