@@ -82,7 +82,7 @@ func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
 		agent.TuneRestConfig(restCfg, cfg, version)
 	}
 	a, err := agent.New(ctx, agent.Options{Config: cfg, Version: version, KubeletVersion: kubeVersion + "+nodelet", Logger: log,
-		RestConfig: restCfg, StaticPodUIDs: kubeletuid.UIDs})
+		RestConfig: restCfg, StaticPodUIDs: kubeletuid.UIDs, ServingCertificates: nodecreds.ServingCertificates(cfg)})
 	if err != nil {
 		return err
 	}

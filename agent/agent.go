@@ -12,8 +12,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/certificate"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -55,7 +58,16 @@ type Options struct {
 	// kubeletuid.UIDs, the kubelet's, so that a node keeps its static pods across a handover; it is not
 	// the default because it brings in k8s.io/kubernetes, whose replaces a library user would inherit.
 	StaticPodUIDs staticpods.UIDFunc
+	// ServingCertificates, with serverTLSBootstrap, builds the manager of the node API's serving certificate
+	// (requested by a kubernetes.io/kubelet-serving CSR for the node's addresses, renewed before it
+	// expires, served without a restart). The nodelet binary passes nodecreds.ServingCertificates, the
+	// kubelet's; without it the node API keeps its self-signed certificate (or tlsCertFile).
+	ServingCertificates ServingCertificatesFunc
 }
+
+// ServingCertificatesFunc builds a serving certificate manager from the node's API client and a function
+// returning the node's current addresses (from its Node object).
+type ServingCertificatesFunc func(kube kubernetes.Interface, addresses func() []corev1.NodeAddress) (certificate.Manager, error)
 
 // DefaultKubeletVersion is the kubelet version nodelet reports to the API server.
 const DefaultKubeletVersion = "v1.37.1+nodelet"

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/machine"
@@ -47,6 +51,10 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	if err != nil {
 		return nil, err
 	}
+	serving, err := a.servingCertificate(kube)
+	if err != nil {
+		return nil, err
+	}
 	m := machine.Reader{FsPath: a.cfg.RootDir}
 	return server.New(server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
@@ -57,8 +65,41 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m) },
 		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
-		ReadOnlyPort: kc.ReadOnlyPort,
+		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving,
 	})
+}
+
+// servingCertificate is the node API's certificate getter with serverTLSBootstrap (nil otherwise, or when the
+// agent was given no way to request one: it then serves its self-signed certificate, and says so). The
+// certificate manager runs with the node.
+func (a *Agent) servingCertificate(kube kubernetes.Interface) (func() *tls.Certificate, error) {
+	if !a.cfg.Kubelet.ServerTLSBootstrap || kube == nil {
+		return nil, nil
+	}
+	if a.opts.ServingCertificates == nil {
+		a.log.Info("serverTLSBootstrap is set but this agent has no serving certificate manager (agent.Options.ServingCertificates): serving a self-signed certificate")
+		return nil, nil
+	}
+	m, err := a.opts.ServingCertificates(kube, a.nodeAddresses)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate manager: %w", err)
+	}
+	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error {
+		m.Start()
+		<-ctx.Done()
+		m.Stop()
+		return nil
+	}))
+	return m.Current, nil
+}
+
+// nodeAddresses are the addresses of the node's Node object (none before it is registered).
+func (a *Agent) nodeAddresses() []corev1.NodeAddress {
+	n := &corev1.Node{}
+	if err := a.mgr.GetClient().Get(context.Background(), client.ObjectKey{Name: a.cfg.NodeName}, n); err != nil {
+		return nil
+	}
+	return n.Status.Addresses
 }
 
 // nodeStats are the node figures of /stats/summary, from /proc and the root dir's filesystem.

@@ -64,7 +64,7 @@ var implementedFields = map[string]bool{
 	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true,
 	"imageMinimumGCAge": true, "imageMaximumGCAge": true,
 	// Node credentials (issue 12): client certificate rotation (package nodecreds).
-	"rotateCertificates": true,
+	"rotateCertificates": true, "serverTLSBootstrap": true,
 }
 
 // partialFields are struct fields of which nodelet implements only some sub-fields: their sub-fields are

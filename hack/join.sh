@@ -4,7 +4,10 @@
 # made with the token, the controller-manager approves and signs it (the RBAC bindings kubeadm creates), nodelet
 # writes its kubeconfig and certificate, registers the Node as system:node:<name> and runs pods; with
 # rotateCertificates and short certificates (BED_SIGNING_DURATION=2m) it then renews its certificate through a
-# second CSR made as the node, without losing the node. Prints RESULT lines; exits non-zero when a step fails.
+# second CSR made as the node, without losing the node. With serverTLSBootstrap it asks for its serving
+# certificate through a kubernetes.io/kubelet-serving CSR (approved here, as an operator would: nothing approves
+# those by default) and serves each renewed one without a restart. Prints RESULT lines; exits non-zero when a
+# step fails.
 # Uses a bed of its own (BED_DIR default /var/lib/nodelet-bed-join) and tears it down (KEEP_BED=1 keeps it).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -21,6 +24,7 @@ result() { if [ "$1" = ok ]; then log "RESULT $2: ok"; else log "RESULT $2: FAIL
 
 teardown() {
   local rc=$?
+  [ -n "${APPROVER_PID:-}" ] && kill "$APPROVER_PID" 2>/dev/null || true
   if [ "${KEEP_BED:-}" != 1 ]; then bash "$bed" down || true; fi
   exit "$rc"
 }
@@ -73,6 +77,21 @@ node_ready() { [ "$(K get node "$NODE" -o jsonpath='{.status.conditions[?(@.type
 cert_subject() { openssl x509 -noout -subject -nameopt RFC2253 -in "$J/pki/kubelet-client-current.pem"; }
 cert_serial() { openssl x509 -noout -serial -in "$J/pki/kubelet-client-current.pem"; }
 cert_renewed() { [ "$(cert_serial)" != "$FIRST_SERIAL" ]; }
+# served_cert FIELD: a field (-subject, -issuer, -serial) of the certificate the node API serves.
+served_cert() {
+  openssl s_client -connect 127.0.0.1:10250 </dev/null 2>/dev/null | openssl x509 -noout "$1" -nameopt RFC2253 2>/dev/null
+}
+serving_signed() { [ "$(served_cert -issuer)" = "issuer=$CA_SUBJECT" ]; }
+serving_renewed() { serving_signed && [ "$(served_cert -serial)" != "$FIRST_SERVING_SERIAL" ]; }
+# approve_serving: approves the node's pending kubelet-serving CSRs, as the cluster's operator would.
+approve_serving() {
+  local csr
+  for csr in $(K get csr -o jsonpath="{range .items[?(@.spec.signerName==\"kubernetes.io/kubelet-serving\")]}{.metadata.name}{\" \"}{.status.conditions[0].type}{\"\n\"}{end}" |
+    awk 'NF == 1 { print $1 }'); do
+    K certificate approve "$csr" >/dev/null 2>&1 || true
+  done
+}
+approver() { while :; do approve_serving; sleep 2; done; }
 
 run_pod() {
   K apply -f - <<YAML
@@ -107,8 +126,9 @@ current-context: bootstrap
 YAML
   local t0=$SECONDS
   # The later --kubeconfig wins over the bed's: a path that does not exist yet.
-  NODELET_EXTRA_ARGS="--kubeconfig $J/kubelet.conf --bootstrap-kubeconfig $J/bootstrap-kubelet.conf --cert-dir $J/pki --rotate-certificates" \
+  NODELET_EXTRA_ARGS="--kubeconfig $J/kubelet.conf --bootstrap-kubeconfig $J/bootstrap-kubelet.conf --cert-dir $J/pki --rotate-certificates --rotate-server-certificates" \
     bash "$bed" start nodelet
+  CA_SUBJECT=$(openssl x509 -noout -subject -nameopt RFC2253 -in "$BED_DIR/pki/ca.crt" | sed 's/^subject=//')
   if until_true 120 "the node to join" node_ready; then
     log "JOIN: node $NODE Ready $((SECONDS - t0)) s after nodelet started with a bootstrap token"
     result ok "node joined with a bootstrap token"
@@ -124,6 +144,17 @@ YAML
     result failed "client certificate" "$subject"
   run_pod joined && result ok "a pod runs on the joined node" || result failed "a pod runs on the joined node"
 
+  log "serverTLSBootstrap: approving the node's kubelet-serving CSRs as they come"
+  approver &
+  APPROVER_PID=$!
+  if until_true 60 "the node API to serve a signed certificate" serving_signed; then
+    result ok "serving certificate by CSR: $(served_cert -subject), issued by the cluster CA"
+    K logs joined >/dev/null && result ok "kubectl logs through the node API with it" || result failed "kubectl logs through the node API with it"
+  else
+    result failed "serving certificate by CSR" "served: $(served_cert -subject) / $(served_cert -issuer)"
+  fi
+  FIRST_SERVING_SERIAL=$(served_cert -serial)
+
   FIRST_SERIAL=$(cert_serial)
   log "waiting for the client certificate ($BED_SIGNING_DURATION long) to be rotated"
   local t1=$SECONDS
@@ -133,6 +164,11 @@ YAML
       result failed "certificate rotated through a CSR made as the node"
   else
     result failed "certificate rotated"
+  fi
+  if until_true 300 "a renewed serving certificate" serving_renewed; then
+    result ok "serving certificate renewed and served without a restart ($(served_cert -serial))"
+  else
+    result failed "serving certificate renewed"
   fi
   sleep 5
   node_ready && run_pod after-rotation && result ok "node Ready and pods run after the rotation" ||

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/certificate"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletcertificate "k8s.io/kubernetes/pkg/kubelet/certificate"
 	"k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap"
 
@@ -67,4 +70,15 @@ func ClientConfig(ctx context.Context, cfg *config.Config, log logr.Logger) (*re
 		return nil, fmt.Errorf("client certificate rotation: %w", err)
 	}
 	return transport, nil
+}
+
+// ServingCertificates returns the builder of the node API's serving certificate manager for
+// serverTLSBootstrap: the kubelet's own (a kubernetes.io/kubelet-serving CSR for the node's hostnames and
+// IPs, made as the node; kept in --cert-dir as kubelet-server-current.pem; renewed before it expires).
+// Nothing approves such CSRs by default: the cluster's operator (or an approver) does, as for the kubelet.
+func ServingCertificates(cfg *config.Config) func(clientset.Interface, func() []corev1.NodeAddress) (certificate.Manager, error) {
+	return func(kube clientset.Interface, addresses func() []corev1.NodeAddress) (certificate.Manager, error) {
+		kc := &kubeletconfig.KubeletConfiguration{TLSCertFile: cfg.Kubelet.TLSCertFile, TLSPrivateKeyFile: cfg.Kubelet.TLSPrivateKeyFile}
+		return kubeletcertificate.NewKubeletServerCertificateManager(kube, kc, types.NodeName(cfg.NodeName), addresses, cfg.CertDirectory())
+	}
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// for NodeName is generated once and kept in CertDir (kubelet.crt, kubelet.key), as the kubelet does.
 	TLSCertFile, TLSPrivateKeyFile string
 	CertDir                        string
+	// ServingCertificate, when set, gives the certificate of each TLS handshake (serverTLSBootstrap: a
+	// certificate manager's current one, so a renewed certificate is served without a restart); the files
+	// above are then not used. A nil certificate fails the handshake, as in the kubelet.
+	ServingCertificate func() *tls.Certificate
 
 	NodeName string
 	Auth     kubeletconfigv1beta1.KubeletAuthentication

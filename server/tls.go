@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,13 +22,25 @@ const (
 // required: tokens and anonymous requests have none) and verified by the x509 authenticator against the
 // client CA, which is also advertised to clients.
 func (s *Server) buildTLS() (*tls.Config, error) {
-	certFile, keyFile, err := s.servingCertFiles()
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("node server: load serving certificate %s: %w", certFile, err)
+	var certs []tls.Certificate
+	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if current := s.opts.ServingCertificate; current != nil {
+		getCert = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := current(); c != nil {
+				return c, nil
+			}
+			return nil, errors.New("no serving certificate available for the kubelet")
+		}
+	} else {
+		certFile, keyFile, err := s.servingCertFiles()
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("node server: load serving certificate %s: %w", certFile, err)
+		}
+		certs = []tls.Certificate{cert}
 	}
 	minVersion := s.opts.TLSMinVersion
 	if minVersion == 0 {
@@ -37,7 +50,8 @@ func (s *Server) buildTLS() (*tls.Config, error) {
 		MinVersion:       minVersion,
 		CipherSuites:     s.opts.TLSCipherSuites,
 		CurvePreferences: s.opts.TLSCurvePreferences,
-		Certificates:     []tls.Certificate{cert},
+		Certificates:     certs,
+		GetCertificate:   getCert,
 		ClientAuth:       tls.RequestClientCert,
 		NextProtos:       []string{"http/1.1"},
 	}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	certutil "k8s.io/client-go/util/cert"
@@ -102,5 +105,59 @@ func TestStartServesUntilTheContextEnds(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Start returned %v after its context ended, want nil", err)
+	}
+}
+
+// With serverTLSBootstrap the certificate comes from a getter (a certificate manager): none yet fails the
+// handshake, and a renewed one is served at the next handshake, without a restart; no self-signed
+// certificate is made.
+func TestServingCertificateFromAGetterIsRenewedWithoutARestart(t *testing.T) {
+	var current atomic.Pointer[tls.Certificate]
+	o := validOptions(t)
+	o.ServingCertificate = current.Load
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s.handler)
+	ts.TLS = s.tlsConfig.Clone()
+	ts.StartTLS()
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	issue := func(host string) {
+		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs, _ := certutil.ParseCertsPEM(certPEM)
+		for _, c := range certs {
+			pool.AddCert(c)
+		}
+		current.Store(&cert)
+	}
+	served := func(host string) error {
+		conn, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12})
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	}
+	if err := served(testNode); err == nil {
+		t.Error("a handshake succeeded before the manager had a certificate")
+	}
+	issue("first.example")
+	if err := served("first.example"); err != nil {
+		t.Errorf("the manager's certificate: %v", err)
+	}
+	issue("renewed.example")
+	if err := served("renewed.example"); err != nil {
+		t.Errorf("the renewed certificate, without a restart: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(o.CertDir, "kubelet.crt")); err == nil {
+		t.Error("a self-signed certificate was generated although a manager serves one")
 	}
 }
