@@ -7,7 +7,8 @@
 #   MODE=daemonset (default): as users deploy it. The kubelet runs under a supervisor loop (systemd's
 #     Restart=always); the image from hack/image is pushed to the bed's registry and `kubectl apply -k` of an
 #     overlay of deploy/ starts the DaemonSet, whose pod runs `nodelet takeover`; kubectl logs/exec are tried on
-#     the old pods and a new pod must run; deleting the DaemonSet hands the node back to the waiting kubelet.
+#     the old pods and a new pod must run; a rolling update of the DaemonSet goes through the waiting kubelet to
+#     a new nodelet; deleting the DaemonSet hands the node back to the waiting kubelet.
 #   MODE=process: nodelet started by hand with the kubelet's command line; handed back by starting the kubelet
 #     again (it waits for the lock) and stopping nodelet.
 # Uses a bed of its own (BED_DIR default /var/lib/nodelet-bed-handover) and tears it down (KEEP_BED=1 keeps it).
@@ -157,6 +158,26 @@ YAML
   fi
 }
 
+# rollout: a rolling update of the DaemonSet (maxUnavailable 1): the old pod's nodelet stops its own pod and
+# exits, the waiting kubelet holds the node while it starts the new pod, whose nodelet takes it over again.
+# No other container may restart.
+rollout() {
+  local old_pid; old_pid=$(pgrep -f 'nodelet takeover --in-host' | head -1 || true)
+  log "rolling update of the DaemonSet (kubectl rollout restart)"
+  local t0=$SECONDS
+  K -n nodelet-system rollout restart daemonset/nodelet
+  [ -n "$old_pid" ] && wait_gone "$old_pid" "the old nodelet"
+  if K -n nodelet-system rollout status daemonset/nodelet --timeout=180s >/dev/null; then
+    wait_ready_with nodelet
+    log "ROLLOUT: the new nodelet runs the node $((SECONDS - t0)) s after the rollout began"
+    sleep 10
+    snapshot > "$BED_DIR/after-rollout.txt"
+    compare "rolling update nodelet→kubelet→nodelet" "$BED_DIR/after-nodelet.txt" "$BED_DIR/after-rollout.txt"
+  else
+    log "RESULT rolling update: FAILED (the new pod did not become ready)"; FAILED=1
+  fi
+}
+
 # daemonset: the kubelet under a supervisor; nodelet's image in the bed's registry; `kubectl apply -k` of an
 # overlay of deploy/ (the image, and the binary's copy kept under the bed); then delete it to hand back.
 daemonset() {
@@ -194,6 +215,7 @@ YAML
   log "under nodelet ($(node_version)):"; cat "$BED_DIR/after-nodelet.txt"
   compare kubelet→nodelet "$BED_DIR/before.txt" "$BED_DIR/after-nodelet.txt"
   checks_under_nodelet
+  rollout
 
   log "handing back: deleting the DaemonSet (the kubelet, restarted by its supervisor, waits for the lock)"
   local nodelet_pid; nodelet_pid=$(pgrep -f 'nodelet takeover --in-host' | head -1 || true)

@@ -81,7 +81,11 @@ cert_renewed() { [ "$(cert_serial)" != "$FIRST_SERIAL" ]; }
 served_cert() {
   openssl s_client -connect 127.0.0.1:10250 </dev/null 2>/dev/null | openssl x509 -noout "$1" -nameopt RFC2253 2>/dev/null
 }
-serving_signed() { [ "$(served_cert -issuer)" = "issuer=$CA_SUBJECT" ]; }
+# serving_signed: the node API serves the certificate its manager got through a CSR (kubelet-server-current.pem).
+serving_signed() {
+  [ -s "$J/pki/kubelet-server-current.pem" ] && [ "$(served_cert -issuer)" = "issuer=$CA_SUBJECT" ] &&
+    [ "$(served_cert -serial)" = "$(openssl x509 -noout -serial -in "$J/pki/kubelet-server-current.pem")" ]
+}
 serving_renewed() { serving_signed && [ "$(served_cert -serial)" != "$FIRST_SERVING_SERIAL" ]; }
 # approve_serving: approves the node's pending kubelet-serving CSRs, as the cluster's operator would.
 approve_serving() {
@@ -124,9 +128,12 @@ users: [{name: tls-bootstrap-token-user, user: {token: "$TOKEN_ID.$TOKEN_SECRET"
 contexts: [{name: bootstrap, context: {cluster: bed, user: tls-bootstrap-token-user}}]
 current-context: bootstrap
 YAML
+  # The bed's config names a serving certificate (tlsCertFile), which the serving certificate manager would use
+  # until it nears its expiry: the joining node has none.
+  grep -v '^tlsCertFile:\|^tlsPrivateKeyFile:' "$BED_DIR/nodelet/config.yaml" > "$J/config.yaml"
   local t0=$SECONDS
-  # The later --kubeconfig wins over the bed's: a path that does not exist yet.
-  NODELET_EXTRA_ARGS="--kubeconfig $J/kubelet.conf --bootstrap-kubeconfig $J/bootstrap-kubelet.conf --cert-dir $J/pki --rotate-certificates --rotate-server-certificates" \
+  # The later --kubeconfig and --config win over the bed's: a kubeconfig that does not exist yet.
+  NODELET_EXTRA_ARGS="--config $J/config.yaml --kubeconfig $J/kubelet.conf --bootstrap-kubeconfig $J/bootstrap-kubelet.conf --cert-dir $J/pki --rotate-certificates --rotate-server-certificates" \
     bash "$bed" start nodelet
   CA_SUBJECT=$(openssl x509 -noout -subject -nameopt RFC2253 -in "$BED_DIR/pki/ca.crt" | sed 's/^subject=//')
   if until_true 120 "the node to join" node_ready; then
