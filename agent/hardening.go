@@ -56,13 +56,14 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 	return nil
 }
 
-// podCgroups makes pod cgroups with podPidsLimit, where nodelet can: the cgroupfs driver with cgroupsPerQOS
+// podCgroups makes pod cgroups with the kubelet's cpu and memory values and podPidsLimit, where nodelet can:
+// the cgroupfs driver with cgroupsPerQOS
 // (without cgroupsPerQOS the kubelet makes no pod cgroups either; the systemd driver gets a start-up notice).
 func podCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*podcgroups.Manager, error) {
 	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS || kc.CgroupDriver == "systemd" {
 		return nil, nil
 	}
-	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, "kubepods"), derefInt64(kc.PodPidsLimit, -1))
+	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, "kubepods"), derefInt64(kc.PodPidsLimit, -1), true)
 	if err != nil {
 		return nil, fmt.Errorf("pod cgroups: %w", err)
 	}

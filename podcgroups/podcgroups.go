@@ -13,14 +13,18 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // DefaultRoot is where the cgroup filesystem is mounted.
 const DefaultRoot = "/sys/fs/cgroup"
 
 const (
-	pidsController = "pids"
-	pidsMax        = "pids.max"
+	pidsController   = "pids"
+	cpuController    = "cpu"
+	memoryController = "memory"
+	pidsMax          = "pids.max"
 	subtreeControl = "cgroup.subtree_control"
 	podPrefix      = "pod"
 	dirMode        = 0o755
@@ -38,47 +42,105 @@ type Manager struct {
 	Unified bool
 	// Kubepods is the kubepods cgroup as a cgroupfs path (<cgroupRoot>/kubepods, e.g. "/kubepods").
 	Kubepods string
-	// PidsLimit is podPidsLimit; 0 or less sets no limit (pod cgroups are then left to the runtime).
+	// PidsLimit is podPidsLimit; 0 or less sets no limit.
 	PidsLimit int64
+	// Resources: write the kubelet's cpu and memory values (podrules.PodCgroupResources) to pod cgroups.
+	// Without it and without PidsLimit, pod cgroups are left to the runtime.
+	Resources bool
 
 	// mkdir and rmdir make and remove one cgroup (os.Mkdir, unix.Rmdir; tests fake cgroupfs with them).
 	mkdir, rmdir func(dir string) error
 }
 
 // New returns a manager for the host's cgroup filesystem at root, detecting v1 or v2.
-func New(root, kubepods string, pidsLimit int64) (*Manager, error) {
+func New(root, kubepods string, pidsLimit int64, resources bool) (*Manager, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(root, &st); err != nil {
 		return nil, fmt.Errorf("stat cgroup filesystem %s: %w", root, err)
 	}
-	return &Manager{Root: root, Unified: st.Type == unix.CGROUP2_SUPER_MAGIC, Kubepods: kubepods, PidsLimit: pidsLimit}, nil
+	return &Manager{Root: root, Unified: st.Type == unix.CGROUP2_SUPER_MAGIC, Kubepods: kubepods, PidsLimit: pidsLimit,
+		Resources: resources}, nil
 }
 
-// Ensure makes the pod cgroup parent (a cgroupfs path from runtime.PodCgroupParent) with pids.max set to
-// PidsLimit, as the kubelet's pod container manager does before the sandbox runs. Without a limit it
-// does nothing. On cgroup v2 the pids controller is enabled down to the pod cgroup, as runc would.
-func (m *Manager) Ensure(parent string) error {
-	if m.PidsLimit <= 0 {
+// Ensure makes the pod cgroup parent (a cgroupfs path from runtime.PodCgroupParent) as the kubelet's pod
+// container manager does before the sandbox runs: with Resources, cpu shares, the CFS quota and period and
+// the memory limit of res; with PidsLimit, pids.max. On cgroup v2 the controllers are enabled down to the
+// pod cgroup, as runc would, and the values are the v2 ones (cpu.weight, cpu.max, memory.max).
+func (m *Manager) Ensure(parent string, res podrules.PodCgroup) error {
+	if m.PidsLimit <= 0 && !m.Resources {
 		return nil
 	}
 	if !m.underKubepods(parent) {
 		return fmt.Errorf("pod cgroup %q is not under %s", parent, m.Kubepods)
 	}
-	dir, err := m.makeDir(parent)
-	if err != nil {
-		return err
+	var values []cgroupValue
+	if m.Resources {
+		values = m.resourceValues(res)
 	}
-	if err := os.WriteFile(filepath.Join(dir, pidsMax), []byte(strconv.FormatInt(m.PidsLimit, 10)), 0o644); err != nil {
-		return fmt.Errorf("set pids.max of pod cgroup %s: %w", parent, err)
+	if m.PidsLimit > 0 {
+		values = append(values, cgroupValue{pidsController, pidsMax, strconv.FormatInt(m.PidsLimit, 10)})
+	}
+	for _, v := range values {
+		dir, err := m.makeDir(parent, v.controller)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, v.file), []byte(v.value), 0o644); err != nil {
+			return fmt.Errorf("set %s of pod cgroup %s: %w", v.file, parent, err)
+		}
 	}
 	return nil
 }
 
-// makeDir creates the pod cgroup in the pids hierarchy (v1) or the unified one (v2, enabling pids in
-// each ancestor's subtree_control) and returns its directory.
-func (m *Manager) makeDir(parent string) (string, error) {
+// cgroupValue is one control file's value, in the hierarchy of controller (v1).
+type cgroupValue struct{ controller, file, value string }
+
+// resourceValues are the cpu and memory control files of res, in the order the kubelet's cgroup manager
+// writes them (the period before the quota).
+func (m *Manager) resourceValues(res podrules.PodCgroup) []cgroupValue {
+	period := strconv.Itoa(podrules.QuotaPeriod)
+	if m.Unified {
+		out := []cgroupValue{{cpuController, "cpu.weight", strconv.FormatUint(sharesToWeight(res.CPUShares), 10)}}
+		if res.CPUQuota != nil {
+			quota := "max"
+			if *res.CPUQuota > 0 {
+				quota = strconv.FormatInt(*res.CPUQuota, 10)
+			}
+			out = append(out, cgroupValue{cpuController, "cpu.max", quota + " " + period})
+		}
+		if res.MemoryLimit != nil && *res.MemoryLimit > 0 {
+			out = append(out, cgroupValue{memoryController, "memory.max", strconv.FormatInt(*res.MemoryLimit, 10)})
+		}
+		return out
+	}
+	out := []cgroupValue{{cpuController, "cpu.shares", strconv.FormatInt(res.CPUShares, 10)}}
+	if res.CPUQuota != nil {
+		quota := int64(-1)
+		if *res.CPUQuota > 0 {
+			quota = *res.CPUQuota
+		}
+		out = append(out, cgroupValue{cpuController, "cpu.cfs_period_us", period},
+			cgroupValue{cpuController, "cpu.cfs_quota_us", strconv.FormatInt(quota, 10)})
+	}
+	if res.MemoryLimit != nil && *res.MemoryLimit > 0 {
+		out = append(out, cgroupValue{memoryController, "memory.limit_in_bytes", strconv.FormatInt(*res.MemoryLimit, 10)})
+	}
+	return out
+}
+
+// sharesToWeight converts cpu.shares to the cgroup v2 cpu.weight, as runc and the kubelet do.
+func sharesToWeight(shares int64) uint64 {
+	if shares == 0 {
+		return 0
+	}
+	return uint64(1 + ((shares-2)*9999)/262142)
+}
+
+// makeDir creates the pod cgroup in controller's hierarchy (v1) or the unified one (v2, enabling the
+// controller in each ancestor's subtree_control) and returns its directory.
+func (m *Manager) makeDir(parent, controller string) (string, error) {
 	if !m.Unified {
-		dir := filepath.Join(m.Root, pidsController, filepath.FromSlash(parent))
+		dir := filepath.Join(m.Root, controller, filepath.FromSlash(parent))
 		if err := os.MkdirAll(dir, dirMode); err != nil {
 			return "", fmt.Errorf("create pod cgroup %s: %w", parent, err)
 		}
@@ -86,7 +148,7 @@ func (m *Manager) makeDir(parent string) (string, error) {
 	}
 	dir := m.Root
 	for _, part := range strings.Split(strings.Trim(parent, "/"), "/") {
-		if err := enableController(dir, pidsController); err != nil {
+		if err := enableController(dir, controller); err != nil {
 			return "", err
 		}
 		dir = filepath.Join(dir, part)

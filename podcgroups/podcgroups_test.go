@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // fakeCgroupfs makes dir act like a cgroup filesystem: a new cgroup gets its control files, and a
@@ -58,7 +60,7 @@ func TestEnsureV1SetsPidsMaxInThePidsHierarchy(t *testing.T) {
 	mkdirs(t, filepath.Join(root, "pids"), filepath.Join(root, "memory"))
 	m := &Manager{Root: root, Kubepods: "/kubepods", PidsLimit: 1024}
 	fakeCgroupfs(m)
-	if err := m.Ensure("/kubepods/burstable/pod1234"); err != nil {
+	if err := m.Ensure("/kubepods/burstable/pod1234", podrules.PodCgroup{CPUShares: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, filepath.Join(root, "pids/kubepods/burstable/pod1234/pids.max")); got != "1024" {
@@ -67,7 +69,7 @@ func TestEnsureV1SetsPidsMaxInThePidsHierarchy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "memory/kubepods")); err == nil {
 		t.Error("a pod cgroup was made in the memory hierarchy (the runtime makes those)")
 	}
-	if err := m.Ensure("/kubepods/burstable/pod1234"); err != nil {
+	if err := m.Ensure("/kubepods/burstable/pod1234", podrules.PodCgroup{CPUShares: 2}); err != nil {
 		t.Errorf("Ensure is not idempotent: %v", err)
 	}
 }
@@ -79,7 +81,7 @@ func TestEnsureV2EnablesPidsDownToThePod(t *testing.T) {
 	}
 	m := &Manager{Root: root, Unified: true, Kubepods: "/kubepods", PidsLimit: 50}
 	fakeCgroupfs(m)
-	if err := m.Ensure("/kubepods/besteffort/podabc"); err != nil {
+	if err := m.Ensure("/kubepods/besteffort/podabc", podrules.PodCgroup{CPUShares: 2}); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"", "kubepods", "kubepods/besteffort"} {
@@ -102,7 +104,7 @@ func TestEnsureV2LeavesAnEnabledControllerAlone(t *testing.T) {
 	}
 	m := &Manager{Root: root, Unified: true, Kubepods: "/kubepods", PidsLimit: 50}
 	fakeCgroupfs(m)
-	if err := m.Ensure("/kubepods/poda"); err != nil {
+	if err := m.Ensure("/kubepods/poda", podrules.PodCgroup{CPUShares: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, filepath.Join(root, subtreeControl)); got != "cpu pids memory" {
@@ -114,7 +116,7 @@ func TestEnsureWithoutALimitDoesNothing(t *testing.T) {
 	for _, limit := range []int64{0, -1} {
 		root := t.TempDir()
 		m := &Manager{Root: root, Kubepods: "/kubepods", PidsLimit: limit}
-		if err := m.Ensure("/kubepods/poda"); err != nil {
+		if err := m.Ensure("/kubepods/poda", podrules.PodCgroup{CPUShares: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if entries, _ := os.ReadDir(root); len(entries) != 0 {
@@ -130,7 +132,7 @@ func TestEnsureRefusesPathsOutsideKubepods(t *testing.T) {
 			root := t.TempDir()
 			mkdirs(t, filepath.Join(root, "pids"))
 			m := &Manager{Root: root, Kubepods: "/kubepods", PidsLimit: 10}
-			if err := m.Ensure(parent); err == nil {
+			if err := m.Ensure(parent, podrules.PodCgroup{CPUShares: 2}); err == nil {
 				t.Errorf("Ensure(%q) accepted", parent)
 			}
 		})
@@ -179,5 +181,68 @@ func TestRemoveRefusesHostileUIDs(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "pids/kubepods/x")); err != nil {
 		t.Error("a hostile UID removed a cgroup")
+	}
+}
+
+// The kubelet's values for a Burstable pod with limits (podrules.PodCgroupResources), on v1: cpu.shares, the
+// period before the quota, the memory limit, each in its own hierarchy.
+func TestEnsureV1WritesTheKubeletsResourceValues(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, filepath.Join(root, "cpu"), filepath.Join(root, "memory"), filepath.Join(root, "pids"))
+	m := &Manager{Root: root, Kubepods: "/kubepods", Resources: true}
+	fakeCgroupfs(m)
+	quota, mem := int64(20000), int64(200<<20)
+	if err := m.Ensure("/kubepods/burstable/pod1", podrules.PodCgroup{CPUShares: 102, CPUQuota: &quota, MemoryLimit: &mem}); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"cpu/kubepods/burstable/pod1/cpu.shares":               "102",
+		"cpu/kubepods/burstable/pod1/cpu.cfs_period_us":        "100000",
+		"cpu/kubepods/burstable/pod1/cpu.cfs_quota_us":         "20000",
+		"memory/kubepods/burstable/pod1/memory.limit_in_bytes": "209715200",
+	} {
+		if got := read(t, filepath.Join(root, file)); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "pids/kubepods")); err == nil {
+		t.Error("a pids cgroup was made without podPidsLimit")
+	}
+	// BestEffort: the minimum shares, no quota, no memory limit.
+	if err := m.Ensure("/kubepods/besteffort/pod2", podrules.PodCgroup{CPUShares: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(root, "cpu/kubepods/besteffort/pod2/cpu.shares")); got != "2" {
+		t.Errorf("besteffort cpu.shares = %q, want 2", got)
+	}
+	for _, f := range []string{"cpu/kubepods/besteffort/pod2/cpu.cfs_quota_us", "memory/kubepods/besteffort/pod2/memory.limit_in_bytes"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
+			t.Errorf("%s written for a BestEffort pod", f)
+		}
+	}
+}
+
+// On v2 the same values are cpu.weight (runc's conversion of shares), cpu.max and memory.max, with cpu and
+// memory enabled down to the pod cgroup.
+func TestEnsureV2WritesTheKubeletsResourceValues(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, subtreeControl), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{Root: root, Unified: true, Kubepods: "/kubepods", Resources: true}
+	fakeCgroupfs(m)
+	quota, mem := int64(10000), int64(100<<20)
+	if err := m.Ensure("/kubepods/pod3", podrules.PodCgroup{CPUShares: 102, CPUQuota: &quota, MemoryLimit: &mem}); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"kubepods/pod3/cpu.weight": "4", "kubepods/pod3/cpu.max": "10000 100000", "kubepods/pod3/memory.max": "104857600",
+	} {
+		if got := read(t, filepath.Join(root, file)); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	if got := read(t, filepath.Join(root, "kubepods", subtreeControl)); got != "+memory" {
+		t.Errorf("kubepods/cgroup.subtree_control last written %q, want +memory (after +cpu)", got)
 	}
 }

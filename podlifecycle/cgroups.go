@@ -7,6 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // reasonFailedCreatePodContainer is the kubelet's event reason when it cannot make a pod's cgroup.
@@ -19,7 +22,7 @@ func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *
 	if parent == "" {
 		return true
 	}
-	if err := r.podCgroups.Ensure(parent); err != nil {
+	if err := r.podCgroups.Ensure(parent, podrules.PodCgroupResources(pod, runtime.GetPodQOS(pod))); err != nil {
 		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to ensure that the pod's cgroups exist and are correctly applied")
 		return false

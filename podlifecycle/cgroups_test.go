@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -39,7 +40,10 @@ func (c *cgroupLog) entries() string {
 	return strings.Join(c.log, ", ")
 }
 
-func (c *cgroupLog) Ensure(parent string) error { c.add("ensure " + parent); return c.ensureErr }
+func (c *cgroupLog) Ensure(parent string, _ podrules.PodCgroup) error {
+	c.add("ensure " + parent)
+	return c.ensureErr
+}
 func (c *cgroupLog) Remove(uid types.UID) error { c.add("remove " + string(uid)); return nil }
 func (c *cgroupLog) List() []types.UID          { return c.listed }
 

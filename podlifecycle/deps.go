@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/imagepull"
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -271,7 +272,7 @@ type StaticPods interface {
 
 // PodCgroups is what the reconciler asks of the pod cgroups (podcgroups.Manager).
 type PodCgroups interface {
-	Ensure(parent string) error
+	Ensure(parent string, res podrules.PodCgroup) error
 	Remove(uid types.UID) error
 	List() []types.UID
 }
@@ -328,9 +329,9 @@ func (noStaticPods) SeenSources(...string) bool                   { return true 
 // noPodCgroups leaves the pod cgroups to the runtime.
 type noPodCgroups struct{}
 
-func (noPodCgroups) Ensure(string) error    { return nil }
-func (noPodCgroups) Remove(types.UID) error { return nil }
-func (noPodCgroups) List() []types.UID      { return nil }
+func (noPodCgroups) Ensure(string, podrules.PodCgroup) error { return nil }
+func (noPodCgroups) Remove(types.UID) error                  { return nil }
+func (noPodCgroups) List() []types.UID                       { return nil }
 
 // noSource enqueues nothing.
 var noSource = source.Func(func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error { return nil })

@@ -1,23 +1,16 @@
 package podstatus
 
 import (
-	"math"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
-// The kubelet's cgroup constants (pkg/kubelet/cm).
-const (
-	minShares        = 2
-	maxShares        = 262144
-	sharesPerCPU     = 1024
-	milliCPUToCPU    = 1000
-	quotaPeriod      = 100000
-	minQuotaPeriod   = 1000
-	minMilliCPULimit = 10
-)
+// minMilliCPULimit: a cpu limit at or below it is reported only when the spec asks for that much (the
+// kubelet's convertToAPIPodLevelResourcesStatus).
+const minMilliCPULimit = 10
 
 // podResources are the pod-level status.resources and status.allocatedResources. allocatedResources is
 // the pod's effective requests; resources is the effective requirements, and for a running pod what its
@@ -51,7 +44,7 @@ func (b *builder) runningPodResources() *corev1.ResourceRequirements {
 		res.Limits = corev1.ResourceList{}
 	}
 	cg := podCgroup(b.pod)
-	if cpu := sharesToMilliCPU(cg.cpuShares); cpu > minShares || res.Requests.Cpu().MilliValue() > minShares {
+	if cpu := podrules.SharesToMilliCPU(cg.cpuShares); cpu > podrules.MinShares || res.Requests.Cpu().MilliValue() > podrules.MinShares {
 		res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(cpu, resource.DecimalSI)
 	}
 	if _, ok := res.Requests[corev1.ResourceMemory]; !ok {
@@ -93,67 +86,18 @@ type cgroupConfig struct {
 	memoryLimit *int64 // bytes, nil: no limit
 }
 
-// podCgroup computes the pod cgroup settings as the kubelet's ResourceConfigForPod does.
+// podCgroup is the pod cgroup as the kubelet configures it (podrules.PodCgroupResources), with the cpu
+// limit in milli-CPU, and the pod's requests.
 func podCgroup(pod *corev1.Pod) cgroupConfig {
-	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
-	cg := cgroupConfig{requests: reqs, cpuShares: minShares}
-	class := GetPodQOS(pod)
-	if class == corev1.PodQOSBestEffort {
-		return cg
-	}
-	cg.cpuShares = milliCPUToShares(reqs.Cpu().MilliValue())
-	cpuDeclared, memDeclared := limitsDeclared(pod)
-	if class == corev1.PodQOSGuaranteed || cpuDeclared {
-		if milli := quotaToMilliCPU(milliCPUToQuota(limits.Cpu().MilliValue())); milli > 0 {
+	pc := podrules.PodCgroupResources(pod, GetPodQOS(pod))
+	cg := cgroupConfig{requests: resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), cpuShares: pc.CPUShares}
+	if pc.CPUQuota != nil {
+		if milli := podrules.QuotaToMilliCPU(*pc.CPUQuota, podrules.QuotaPeriod); milli > 0 {
 			cg.cpuLimit = &milli
 		}
 	}
-	if class == corev1.PodQOSGuaranteed || memDeclared {
-		if mem := limits.Memory().Value(); mem > 0 {
-			cg.memoryLimit = &mem
-		}
+	if pc.MemoryLimit != nil && *pc.MemoryLimit > 0 {
+		cg.memoryLimit = pc.MemoryLimit
 	}
 	return cg
-}
-
-// limitsDeclared: every container (or the pod) sets a cpu / memory limit.
-func limitsDeclared(pod *corev1.Pod) (cpu, memory bool) {
-	cpu, memory = true, true
-	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			cpu = cpu && !cs[i].Resources.Limits.Cpu().IsZero()
-			memory = memory && !cs[i].Resources.Limits.Memory().IsZero()
-		}
-	}
-	if pod.Spec.Resources != nil && resourcehelper.IsPodLevelResourcesSet(pod) {
-		cpu = cpu || !pod.Spec.Resources.Limits.Cpu().IsZero()
-		memory = memory || !pod.Spec.Resources.Limits.Memory().IsZero()
-	}
-	return cpu, memory
-}
-
-func milliCPUToShares(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return minShares
-	}
-	return min(max(milliCPU*sharesPerCPU/milliCPUToCPU, minShares), maxShares)
-}
-
-func sharesToMilliCPU(shares int64) int64 {
-	if shares < minShares {
-		return 0
-	}
-	return int64(math.Ceil(float64(shares*milliCPUToCPU) / float64(sharesPerCPU)))
-}
-
-func milliCPUToQuota(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return 0
-	}
-	return max(milliCPU*quotaPeriod/milliCPUToCPU, minQuotaPeriod)
-}
-
-func quotaToMilliCPU(quota int64) int64 {
-	return quota * milliCPUToCPU / quotaPeriod
 }

@@ -21,15 +21,8 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 )
 
-// CFS constants of the kubelet's container manager (pkg/kubelet/cm/helpers_linux.go).
+// Names of the kubelet's cgroup hierarchy (pkg/kubelet/cm).
 const (
-	minShares      = 2
-	maxShares      = 262144
-	sharesPerCPU   = 1024
-	milliCPUToCPU  = 1000
-	quotaPeriod    = 100000 // µs
-	minQuotaPeriod = 1000   // µs
-
 	cgroupDriverSystemd = "systemd"
 	kubepodsCgroup      = "kubepods"
 	podCgroupPrefix     = "pod"
@@ -150,25 +143,11 @@ func overheadResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
 // period (none without a limit), the memory limit.
 func linuxResources(cpuRequest, cpuLimit, memoryLimit resource.Quantity) *runtimeapi.LinuxContainerResources {
 	return &runtimeapi.LinuxContainerResources{
-		CpuShares:          milliCPUToShares(cpuRequest.MilliValue()),
-		CpuQuota:           milliCPUToQuota(cpuLimit.MilliValue(), quotaPeriod),
-		CpuPeriod:          quotaPeriod,
+		CpuShares:          podrules.MilliCPUToShares(cpuRequest.MilliValue()),
+		CpuQuota:           podrules.MilliCPUToQuota(cpuLimit.MilliValue(), podrules.QuotaPeriod),
+		CpuPeriod:          podrules.QuotaPeriod,
 		MemoryLimitInBytes: memoryLimit.Value(),
 	}
-}
-
-func milliCPUToShares(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return minShares
-	}
-	return min(max(milliCPU*sharesPerCPU/milliCPUToCPU, minShares), maxShares)
-}
-
-func milliCPUToQuota(milliCPU, period int64) int64 {
-	if milliCPU == 0 {
-		return 0
-	}
-	return max(milliCPU*period/milliCPUToCPU, minQuotaPeriod)
 }
 
 // linuxContainerConfig is the container's Linux config like the kubelet's generateLinuxContainerConfig.

@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// readPodCgroup reads a control file of the pod's cgroup in a cgroup v1 hierarchy (the bed's machine is on
+// cgroup v1 with the cgroupfs driver): kubepods/pod<uid> for Guaranteed pods, kubepods/<qos>/pod<uid> else.
+func readPodCgroup(g Gomega, hierarchy, qos string, p *corev1.Pod, file string) string {
+	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, "kubepods", qos, "pod"+string(p.UID), file))
+	g.Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(string(b))
+}
+
+func withResources(req, lim corev1.ResourceList) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: lim}
+	}
+}
+
+func cpuMem(cpu, mem string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+}
+
+var _ = Describe("Pod cgroups on the real node", func() {
+	It("carry the kubelet's cpu shares, CFS quota and memory limit for each QoS class", func() {
+		ns := newNamespace()
+		best := create(shPod(ns, "besteffort", "sleep 3600"))
+		burst := create(shPod(ns, "burstable", "sleep 3600", withResources(cpuMem("100m", "100Mi"), cpuMem("200m", "200Mi"))))
+		guar := create(shPod(ns, "guaranteed", "sleep 3600", withResources(cpuMem("100m", "100Mi"), cpuMem("100m", "100Mi"))))
+		for _, tc := range []struct {
+			pod                 *corev1.Pod
+			qos, shares, quota  string
+			memory              string
+			period, memoryUnset bool
+		}{
+			// The kubelet's ResourceConfigForPod values: shares from requests (102 for 100m), the quota from
+			// the cpu limit over 100 ms, the memory limit; BestEffort only the minimum shares.
+			{pod: best, qos: "besteffort", shares: "2", quota: "-1", memoryUnset: true},
+			{pod: burst, qos: "burstable", shares: "102", quota: "20000", memory: fmt.Sprint(200 << 20), period: true},
+			{pod: guar, qos: "", shares: "102", quota: "10000", memory: fmt.Sprint(100 << 20), period: true},
+		} {
+			Eventually(func(g Gomega) {
+				g.Expect(readPodCgroup(g, "cpu", tc.qos, tc.pod, "cpu.shares")).To(Equal(tc.shares))
+				g.Expect(readPodCgroup(g, "cpu", tc.qos, tc.pod, "cpu.cfs_quota_us")).To(Equal(tc.quota))
+				if tc.period {
+					g.Expect(readPodCgroup(g, "cpu", tc.qos, tc.pod, "cpu.cfs_period_us")).To(Equal("100000"))
+				}
+				limit := readPodCgroup(g, "memory", tc.qos, tc.pod, "memory.limit_in_bytes")
+				if tc.memoryUnset {
+					g.Expect(len(limit)).To(BeNumerically(">=", 18), "an unlimited memory cgroup, got %s", limit)
+				} else {
+					g.Expect(limit).To(Equal(tc.memory))
+				}
+			}, 60*time.Second, 500*time.Millisecond).Should(Succeed(), "pod %s", tc.pod.Name)
+		}
+	})
+})
