@@ -25,9 +25,9 @@ const (
 	cpuController    = "cpu"
 	memoryController = "memory"
 	pidsMax          = "pids.max"
-	subtreeControl = "cgroup.subtree_control"
-	podPrefix      = "pod"
-	dirMode        = 0o755
+	subtreeControl   = "cgroup.subtree_control"
+	podPrefix        = "pod"
+	dirMode          = 0o755
 )
 
 // qosDirs are where pod cgroups live under kubepods: Guaranteed, Burstable and BestEffort pods.
