@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,7 +102,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 		}
 		return result{}, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	w.written.Store(&statusWrite{uid: target.UID, before: target.ResourceVersion, after: obj.ResourceVersion, sent: owned})
+	w.written.Store(w.written.Load().next(target.UID, target.ResourceVersion, obj.ResourceVersion, owned))
 	r.observeStart(w, pod, &status)
 	ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", status.Phase)
 	return result{}, nil
@@ -110,16 +111,37 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 // statusWrite is the agent's last status write to an API object: what it sent of what it owns, and the
 // object's resourceVersion before and after the write.
 type statusWrite struct {
-	uid           types.UID
-	before, after string
-	sent          *corev1.PodStatus
+	uid  types.UID
+	sent *corev1.PodStatus
+	// versions are the object's resource versions the agent's recent writes were computed against or
+	// made (the last maxKnownVersions), the newest last: none is newer than the last write.
+	versions []string
+}
+
+// maxKnownVersions bounds statusWrite.versions: more writes than this in flight before the cache sees one
+// of them do not happen.
+const maxKnownVersions = 16
+
+// next is the record of a write of sent computed against the object at version before that made version
+// after, following s (of the same object, or nil).
+func (s *statusWrite) next(uid types.UID, before, after string, sent *corev1.PodStatus) *statusWrite {
+	var versions []string
+	if s != nil && s.uid == uid {
+		versions = s.versions
+	}
+	versions = append(slices.Clone(versions), before, after)
+	if len(versions) > maxKnownVersions {
+		versions = versions[len(versions)-maxKnownVersions:]
+	}
+	return &statusWrite{uid: uid, sent: sent, versions: versions}
 }
 
 // base is what the API holds of what the agent owns in obj (a cached copy of the object last written):
-// what the agent sent, while obj is the version the write was computed against (the cache has not seen
-// the write yet) or the version it made; else obj's own status, whoever wrote it.
+// what the agent last sent, while obj is a version one of its recent writes was computed against or made
+// (the cache has not seen the last write yet: two writes in flight leave it showing the first one's
+// version for a while); else obj's own status, whoever wrote it.
 func (s *statusWrite) base(obj *corev1.Pod) *corev1.PodStatus {
-	if s != nil && s.uid == obj.UID && (obj.ResourceVersion == s.before || obj.ResourceVersion == s.after) {
+	if s != nil && s.uid == obj.UID && slices.Contains(s.versions, obj.ResourceVersion) {
 		return s.sent
 	}
 	return podstatus.Owned(&obj.Status)
