@@ -92,6 +92,34 @@ func (m *Manager) Ensure(parent string, res podrules.PodCgroup) error {
 	return nil
 }
 
+// UpdateQoS writes the QoS cgroups' cpu values as the kubelet's QoS container manager does before each pod
+// cgroup is made: besteffort gets the minimum cpu shares, burstable the shares of the summed cpu requests of
+// the node's Burstable pods (burstableMilliCPU). The Guaranteed pods live directly under kubepods. Without
+// Resources it does nothing.
+func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
+	if !m.Resources {
+		return nil
+	}
+	for qos, shares := range map[string]int64{
+		"besteffort": podrules.MinShares,
+		"burstable":  podrules.MilliCPUToShares(burstableMilliCPU),
+	} {
+		parent := path.Join("/", m.Kubepods, qos)
+		dir, err := m.makeDir(parent, cpuController)
+		if err != nil {
+			return err
+		}
+		file, value := "cpu.shares", strconv.FormatInt(shares, 10)
+		if m.Unified {
+			file, value = "cpu.weight", strconv.FormatUint(sharesToWeight(shares), 10)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
+			return fmt.Errorf("set %s of QoS cgroup %s: %w", file, parent, err)
+		}
+	}
+	return nil
+}
+
 // cgroupValue is one control file's value, in the hierarchy of controller (v1).
 type cgroupValue struct{ controller, file, value string }
 

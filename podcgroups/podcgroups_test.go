@@ -246,3 +246,39 @@ func TestEnsureV2WritesTheKubeletsResourceValues(t *testing.T) {
 		t.Errorf("kubepods/cgroup.subtree_control last written %q, want +memory (after +cpu)", got)
 	}
 }
+
+// The QoS cgroups get the kubelet's cpu values: besteffort the minimum, burstable the shares of the
+// Burstable pods' summed requests (cpu.weight on v2).
+func TestUpdateQoSWritesTheKubeletsShares(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, filepath.Join(root, "cpu"))
+	m := &Manager{Root: root, Kubepods: "/kubepods", Resources: true}
+	fakeCgroupfs(m)
+	if err := m.UpdateQoS(150); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(root, "cpu/kubepods/besteffort/cpu.shares")); got != "2" {
+		t.Errorf("besteffort cpu.shares = %q, want 2", got)
+	}
+	if got := read(t, filepath.Join(root, "cpu/kubepods/burstable/cpu.shares")); got != "153" {
+		t.Errorf("burstable cpu.shares = %q, want 153 (150m)", got)
+	}
+
+	v2 := t.TempDir()
+	if err := os.WriteFile(filepath.Join(v2, subtreeControl), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = &Manager{Root: v2, Unified: true, Kubepods: "/kubepods", Resources: true}
+	fakeCgroupfs(m)
+	if err := m.UpdateQoS(0); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"besteffort", "burstable"} {
+		if got := read(t, filepath.Join(v2, "kubepods", q, "cpu.weight")); got != "1" {
+			t.Errorf("%s cpu.weight = %q, want 1", q, got)
+		}
+	}
+	if err := (&Manager{Root: t.TempDir(), Kubepods: "/kubepods"}).UpdateQoS(100); err != nil {
+		t.Errorf("without Resources: %v", err)
+	}
+}

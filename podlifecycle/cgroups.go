@@ -22,12 +22,29 @@ func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *
 	if parent == "" {
 		return true
 	}
+	// As the kubelet, the QoS cgroups are brought up to date first; a failure there is only logged.
+	if err := r.podCgroups.UpdateQoS(r.burstableMilliCPU()); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to update QoS cgroups while syncing pod")
+	}
 	if err := r.podCgroups.Ensure(parent, podrules.PodCgroupResources(pod, runtime.GetPodQOS(pod))); err != nil {
 		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to ensure that the pod's cgroups exist and are correctly applied")
 		return false
 	}
 	return true
+}
+
+// burstableMilliCPU sums the cpu requests of the admitted, not terminated Burstable pods: the burstable
+// QoS cgroup's share, as the kubelet's QoS container manager computes it.
+func (r *Reconciler) burstableMilliCPU() int64 {
+	var sum int64
+	for _, p := range r.admittedPods("") {
+		if runtime.GetPodQOS(p) == corev1.PodQOSBurstable {
+			reqs := podrules.PodRequests(p, podrules.ResourceOptions{})
+			sum += reqs.Cpu().MilliValue()
+		}
+	}
+	return sum
 }
 
 // removePodCgroup removes the pod's cgroup once its sandboxes are gone. One the runtime still fills is

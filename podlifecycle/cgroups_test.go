@@ -3,6 +3,7 @@ package podlifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,10 @@ func (c *cgroupLog) Ensure(parent string, _ podrules.PodCgroup) error {
 	c.add("ensure " + parent)
 	return c.ensureErr
 }
+func (c *cgroupLog) UpdateQoS(milliCPU int64) error {
+	c.add(fmt.Sprintf("qos %dm", milliCPU))
+	return nil
+}
 func (c *cgroupLog) Remove(uid types.UID) error { c.add("remove " + string(uid)); return nil }
 func (c *cgroupLog) List() []types.UID          { return c.listed }
 
@@ -82,7 +87,8 @@ func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
 	if err != nil || id == "" {
 		t.Fatalf("createSandbox = %q, %v", id, err)
 	}
-	want := "ensure /kubepods/besteffort/pod1234-abcd, run sandbox /kubepods/besteffort/pod1234-abcd"
+	// The QoS cgroups first (no Burstable pod admitted: 0m), then the pod cgroup, then the sandbox.
+	want := "qos 0m, ensure /kubepods/besteffort/pod1234-abcd, run sandbox /kubepods/besteffort/pod1234-abcd"
 	if got := cg.entries(); got != want {
 		t.Errorf("calls %q, want %q", got, want)
 	}

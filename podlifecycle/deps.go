@@ -273,6 +273,7 @@ type StaticPods interface {
 // PodCgroups is what the reconciler asks of the pod cgroups (podcgroups.Manager).
 type PodCgroups interface {
 	Ensure(parent string, res podrules.PodCgroup) error
+	UpdateQoS(burstableMilliCPU int64) error
 	Remove(uid types.UID) error
 	List() []types.UID
 }
@@ -330,6 +331,7 @@ func (noStaticPods) SeenSources(...string) bool                   { return true 
 type noPodCgroups struct{}
 
 func (noPodCgroups) Ensure(string, podrules.PodCgroup) error { return nil }
+func (noPodCgroups) UpdateQoS(int64) error                   { return nil }
 func (noPodCgroups) Remove(types.UID) error                  { return nil }
 func (noPodCgroups) List() []types.UID                       { return nil }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,5 +64,15 @@ var _ = Describe("Pod cgroups on the real node", func() {
 				}
 			}, 60*time.Second, 500*time.Millisecond).Should(Succeed(), "pod %s", tc.pod.Name)
 		}
+		// The QoS cgroups: besteffort the minimum shares; burstable at least the shares of this burstable
+		// pod's 100m (other specs' burstable pods may add to it).
+		Eventually(func(g Gomega) {
+			b, err := os.ReadFile("/sys/fs/cgroup/cpu/kubepods/besteffort/cpu.shares")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(strings.TrimSpace(string(b))).To(Equal("2"))
+			b, err = os.ReadFile("/sys/fs/cgroup/cpu/kubepods/burstable/cpu.shares")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(strconv.Atoi(strings.TrimSpace(string(b)))).To(BeNumerically(">=", 102))
+		}, 30*time.Second, 500*time.Millisecond).Should(Succeed())
 	})
 })
