@@ -3,8 +3,8 @@
 // driver) with the kubelet's values — cpu shares, CFS quota and period and memory limit from
 // podrules.PodCgroupResources (cpu.weight, cpu.max, memory.max on cgroup v2), pids.max from podPidsLimit —
 // created before the sandbox runs, and removed once the pod's sandboxes and containers are gone (with the
-// empty pod cgroups the runtime leaves in every hierarchy). The QoS and kubepods cgroups' own values (node
-// allocatable) are not written yet (issue 13).
+// empty pod cgroups the runtime leaves in every hierarchy). The QoS cgroups get the kubelet's cpu values
+// (UpdateQoS); kubepods limited to node allocatable is not written yet (issue 13).
 //
 // It writes only below the kubepods cgroup of the cgroup filesystem. It must not call the CRI or the API
 // server; the caller says which pods exist.
