@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/certificate"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -26,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podcgroups"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
@@ -173,6 +175,9 @@ func (a *Agent) prepareHost() error {
 	if a.opts.Simulation != nil {
 		return nil
 	}
+	if err := checkCgroupVersion(&a.cfg.Kubelet, podcgroups.DefaultRoot); err != nil {
+		return err
+	}
 	if a.cfg.Kubelet.ProtectKernelDefaults {
 		if err := (machine.Reader{}).CheckKernelDefaults(); err != nil {
 			return fmt.Errorf("protectKernelDefaults: %w", err)
@@ -185,6 +190,25 @@ func (a *Agent) prepareHost() error {
 	}
 	if err != nil {
 		return fmt.Errorf("kernel tunables (protectKernelDefaults false): %w", err)
+	}
+	return nil
+}
+
+// errCgroupV1 is the kubelet's refusal of a cgroup v1 host (failCgroupV1, true by default since v1.35).
+var errCgroupV1 = errors.New("kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release")
+
+// checkCgroupVersion refuses a cgroup v1 host unless failCgroupV1 is false, as the kubelet's configuration
+// validation does.
+func checkCgroupVersion(kc *kubeletconfigv1beta1.KubeletConfiguration, cgroupRoot string) error {
+	if kc.FailCgroupV1 != nil && !*kc.FailCgroupV1 {
+		return nil
+	}
+	unified, err := podcgroups.IsUnified(cgroupRoot)
+	if err != nil {
+		return fmt.Errorf("failCgroupV1: %w", err)
+	}
+	if !unified {
+		return errCgroupV1
 	}
 	return nil
 }

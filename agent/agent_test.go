@@ -19,3 +19,23 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("New with an invalid config: %v", err)
 	}
 }
+
+// A cgroup filesystem that is not cgroup2 (any other directory statfs reports as such) is refused unless
+// failCgroupV1 is false, with the kubelet's message.
+func TestCheckCgroupVersion(t *testing.T) {
+	notUnified := t.TempDir()
+	kc := &config.Default("node-a").Kubelet
+	if err := checkCgroupVersion(kc, notUnified); err == nil || !strings.Contains(err.Error(), "not run on a host using cgroup v1") {
+		t.Errorf("failCgroupV1 by default on cgroup v1: %v", err)
+	}
+	off := false
+	kc.FailCgroupV1 = &off
+	if err := checkCgroupVersion(kc, notUnified); err != nil {
+		t.Errorf("failCgroupV1 false: %v", err)
+	}
+	on := true
+	kc.FailCgroupV1 = &on
+	if err := checkCgroupVersion(kc, "/does/not/exist"); err == nil {
+		t.Error("an unreadable cgroup root must be an error")
+	}
+}

@@ -65,6 +65,7 @@ var implementedFields = map[string]bool{
 	"imageMinimumGCAge": true, "imageMaximumGCAge": true,
 	// Node credentials (issue 12): client certificate rotation (package nodecreds).
 	"rotateCertificates": true, "serverTLSBootstrap": true,
+	"failCgroupV1": true,
 }
 
 // partialFields are struct fields of which nodelet implements only some sub-fields: their sub-fields are

@@ -54,12 +54,21 @@ type Manager struct {
 
 // New returns a manager for the host's cgroup filesystem at root, detecting v1 or v2.
 func New(root, kubepods string, pidsLimit int64, resources bool) (*Manager, error) {
+	unified, err := IsUnified(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{Root: root, Unified: unified, Kubepods: kubepods, PidsLimit: pidsLimit, Resources: resources}, nil
+}
+
+// IsUnified reports whether the cgroup filesystem at root is cgroup v2 (the unified hierarchy), as runc's
+// IsCgroup2UnifiedMode decides it: by the filesystem type of its mount point.
+func IsUnified(root string) (bool, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(root, &st); err != nil {
-		return nil, fmt.Errorf("stat cgroup filesystem %s: %w", root, err)
+		return false, fmt.Errorf("stat cgroup filesystem %s: %w", root, err)
 	}
-	return &Manager{Root: root, Unified: st.Type == unix.CGROUP2_SUPER_MAGIC, Kubepods: kubepods, PidsLimit: pidsLimit,
-		Resources: resources}, nil
+	return st.Type == unix.CGROUP2_SUPER_MAGIC, nil
 }
 
 // Ensure makes the pod cgroup parent (a cgroupfs path from runtime.PodCgroupParent) as the kubelet's pod
