@@ -26,6 +26,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podcgroups"
 	"github.com/nodelet/nodelet/podlifecycle"
@@ -112,6 +113,10 @@ type Agent struct {
 	standalone bool
 	local      []manager.Runnable
 	started    atomic.Bool
+	// eviction is the eviction manager (nil on a simulated node or without thresholds); evictionAdmit
+	// hands its admission to the pod workers.
+	eviction      *eviction.Manager
+	evictionAdmit evictionAdmission
 }
 
 // New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the

@@ -31,7 +31,7 @@ func (a *Agent) setupHost(restCfg *rest.Config, store *staticpods.Store, rec rec
 		return err
 	}
 	a.local = append(a.local, srv, gc, cgc)
-	return nil
+	return a.evictionManager(rec, srv, pods, gc, cgc)
 }
 
 // imageGC is the kubelet's image garbage collector, as imageGCHighThresholdPercent,

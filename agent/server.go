@@ -113,17 +113,25 @@ func nodeStats(m machine.Reader) (server.NodeStats, error) {
 		return server.NodeStats{}, err
 	}
 	now := metav1.Now()
-	working := u.MemoryTotalBytes - u.MemoryAvailableBytes
+	// The kubelet's node memory: the root memory cgroup's working set and usage, available = capacity - working set.
+	working, usage := uint64(sig.MemoryWorkingSetBytes), uint64(sig.MemoryUsageBytes)
+	if working == 0 {
+		working = u.MemoryTotalBytes - u.MemoryAvailableBytes
+		usage = working
+	}
+	available := uint64(sig.MemoryAvailableBytes)
 	capacity, avail := uint64(sig.NodeFsCapacityBytes), uint64(sig.NodeFsAvailableBytes)
 	used := capacity - avail
 	inodes, free := uint64(sig.NodeFsInodes), uint64(sig.NodeFsInodesFree)
+	maxPID, procs := sig.PIDMax, sig.PIDsInUse
 	return server.NodeStats{
 		StartTime: u.BootTime,
 		CPU:       statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &u.CPUUsageNanoSeconds},
-		Memory: statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &working,
-			AvailableBytes: &u.MemoryAvailableBytes},
+		Memory: statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &usage,
+			AvailableBytes: &available},
 		Fs: statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
 			Inodes: &inodes, InodesFree: &free},
+		Rlimit: &statsapi.RlimitStats{Time: now, MaxPID: &maxPID, NumOfRunningProcesses: &procs},
 	}, nil
 }
 

@@ -120,7 +120,8 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 // podReconciler is the pod workers, configured as the kubelet's configuration says.
 func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pleg *runtime.PLEG, ips []net.IP,
 	store *staticpods.Store, connector *runtime.Connector) (*podlifecycle.Reconciler, error) {
-	deps := podlifecycle.Deps{Runtime: a.cri, PLEG: pleg, Recorder: rec, Clock: a.clock()}
+	deps := podlifecycle.Deps{Runtime: a.cri, PLEG: pleg, Recorder: rec, Clock: a.clock(),
+		Admitters: []podlifecycle.PodAdmitter{&a.evictionAdmit}}
 	if !a.standalone {
 		deps.Client, deps.Secrets, deps.Node = a.mgr.GetClient(), podlifecycle.APIObjects{Reader: a.mgr.GetAPIReader()}, a.getNode
 	}
@@ -248,16 +249,19 @@ func (a *Agent) nodeReconciler(rec record.EventRecorder, ips []net.IP) (*control
 	if sim := a.opts.Simulation; sim != nil && sim.Machine != nil {
 		m = sim.Machine
 	}
-	return &controllers.NodeReconciler{
+	r := &controllers.NodeReconciler{
 		Client: a.mgr.GetClient(), Recorder: rec, Runtime: a.cri, Clock: a.clock(),
 		Machine:  m,
 		NodeName: cfg.NodeName, Hostname: cfg.Hostname, NodeIPs: ips,
 		Labels: cfg.NodeLabels, Taints: kc.RegisterWithTaints, ProviderID: kc.ProviderID,
 		MaxPods: int64(kc.MaxPods), MaxImages: derefInt32(kc.NodeStatusMaxImages, 50), Port: kc.Port,
 		Reserved: reserved, HardEviction: hard,
-		KubeletVersion:           a.opts.KubeletVersion,
-		UpdateFrequency:          kc.NodeStatusUpdateFrequency.Duration,
-		ReportFrequency:          kc.NodeStatusReportFrequency.Duration,
-		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
-	}, nil
+		KubeletVersion:  a.opts.KubeletVersion,
+		UpdateFrequency: kc.NodeStatusUpdateFrequency.Duration,
+		ReportFrequency: kc.NodeStatusReportFrequency.Duration,
+	}
+	if a.eviction != nil {
+		r.Pressure = a.eviction
+	}
+	return r, nil
 }

@@ -52,6 +52,9 @@ var implementedFields = map[string]bool{
 	"nodeStatusMaxImages": true, "registerWithTaints": true, "providerID": true,
 	"maxPods": true, "systemReserved": true, "kubeReserved": true,
 	"evictionHard": true, "mergeDefaultEvictionSettings": true, "evictionPressureTransitionPeriod": true,
+	// Eviction manager (issue 13).
+	"evictionSoft": true, "evictionSoftGracePeriod": true, "evictionMaxPodGracePeriod": true,
+	"evictionMinimumReclaim": true, "kernelMemcgNotification": true,
 	"kubeAPIQPS": true, "kubeAPIBurst": true,
 	"featureGates":      true,
 	"logging.verbosity": true,

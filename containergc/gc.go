@@ -177,10 +177,23 @@ func (c *Collector) pass(ctx context.Context, prevFailed bool) bool {
 // GarbageCollect is one pass: dead containers, then sandboxes, then log directories (the kubelet's
 // containerGC.GarbageCollect with evictNonDeletedPods false). The errors of the three steps are joined.
 func (c *Collector) GarbageCollect(ctx context.Context) error {
+	return c.collect(ctx, c.policy)
+}
+
+// DeleteAllUnusedContainers is the eviction manager's reclaim of disk (the kubelet's GarbageCollect with
+// evictNonDeletedPods): one pass in which every pod keeps no dead container beyond those marked keep
+// (the newest of each container, for its restart count and previous logs), old enough or not.
+func (c *Collector) DeleteAllUnusedContainers(ctx context.Context) error {
+	p := c.policy
+	p.MaxPerPodContainer, p.MaxContainers = 0, 0
+	return c.collect(ctx, p)
+}
+
+func (c *Collector) collect(ctx context.Context, p Policy) error {
 	c.gcMu.Lock()
 	defer c.gcMu.Unlock()
 	var errs []error
-	if err := c.evictContainers(ctx); err != nil {
+	if err := c.evictContainers(ctx, p); err != nil {
 		errs = append(errs, err)
 	}
 	withContainers, err := c.evictSandboxes(ctx)

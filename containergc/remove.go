@@ -19,13 +19,13 @@ const minStopTimeout = 2
 // evictContainers lists the containers, then asks which pods are still there (a snapshot taken after the
 // listing: whatever a worker created meanwhile is not in the list), and removes the dead containers
 // selectContainers picks.
-func (c *Collector) evictContainers(ctx context.Context) error {
+func (c *Collector) evictContainers(ctx context.Context, p Policy) error {
 	all, err := c.runtime.ListContainers(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	v := c.view(ctx)
-	for _, d := range selectContainers(all, c.clock.Now(), c.policy, v) {
+	for _, d := range selectContainers(all, c.clock.Now(), p, v) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

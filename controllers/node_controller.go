@@ -42,6 +42,12 @@ type machineReader interface {
 	Signals() (machine.Signals, error)
 }
 
+// PressureSource reports the node's pressure conditions (the eviction manager: MemoryPressure,
+// DiskPressure, PIDPressure, held for the pressure transition period).
+type PressureSource interface {
+	NodeConditions() []corev1.NodeConditionType
+}
+
 // HealthCheck is a named check whose failure makes the node NotReady ("<name> is not healthy: <err>"),
 // such as the PLEG's.
 type HealthCheck struct {
@@ -70,17 +76,17 @@ type NodeReconciler struct {
 	MaxImages      int32
 	Port           int32
 	Reserved       corev1.ResourceList // systemReserved + kubeReserved
-	HardEviction   []config.Threshold
+	HardEviction   []config.Threshold  // held back from allocatable
 	KubeletVersion string
 	HealthChecks   []HealthCheck
+	// Pressure reports the pressure conditions; nil reports none (a simulated node).
+	Pressure PressureSource
 
-	UpdateFrequency          time.Duration
-	ReportFrequency          time.Duration
-	PressureTransitionPeriod time.Duration
+	UpdateFrequency time.Duration
+	ReportFrequency time.Duration
 
 	mu             sync.Mutex
 	lastReport     time.Time
-	lastPressure   map[corev1.NodeConditionType]time.Time
 	lastConditions map[corev1.NodeConditionType]corev1.ConditionStatus
 	ticks          chan event.GenericEvent
 }
@@ -174,7 +180,7 @@ func (r *NodeReconciler) initialNode() *corev1.Node {
 func (r *NodeReconciler) register(ctx context.Context, obs observation) error {
 	node := r.initialNode()
 	now := metav1.NewTime(r.Clock.Now())
-	node.Status = r.nodeStatus(corev1.NodeStatus{}, obs, r.pressure(obs, now.Time), now)
+	node.Status = r.nodeStatus(corev1.NodeStatus{}, obs, r.pressure(), now)
 	err := r.Client.Create(ctx, node)
 	if apierrors.IsAlreadyExists(err) {
 		return r.reconcileLabels(ctx)
@@ -218,22 +224,14 @@ func (r *NodeReconciler) reconcileLabels(ctx context.Context) error {
 	return nil
 }
 
-// pressure applies the transition period: a condition stays under pressure until the signal has been
-// fine for PressureTransitionPeriod.
-func (r *NodeReconciler) pressure(obs observation, now time.Time) map[corev1.NodeConditionType]bool {
-	seen := r.underPressure(obs)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lastPressure == nil {
-		r.lastPressure = map[corev1.NodeConditionType]time.Time{}
-	}
+// pressure is which pressure conditions are true now, as the eviction manager says.
+func (r *NodeReconciler) pressure() map[corev1.NodeConditionType]bool {
 	out := map[corev1.NodeConditionType]bool{}
-	for _, t := range conditionOrder[:3] {
-		if seen[t] {
-			r.lastPressure[t] = now
-		}
-		last, ok := r.lastPressure[t]
-		out[t] = ok && now.Sub(last) < r.PressureTransitionPeriod || seen[t]
+	if r.Pressure == nil {
+		return out
+	}
+	for _, c := range r.Pressure.NodeConditions() {
+		out[c] = true
 	}
 	return out
 }
@@ -241,7 +239,7 @@ func (r *NodeReconciler) pressure(obs observation, now time.Time) map[corev1.Nod
 // updateStatus writes the node's status when it changed or the report period has passed.
 func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, obs observation) error {
 	now := r.Clock.Now()
-	desired := r.nodeStatus(node.Status, obs, r.pressure(obs, now), metav1.NewTime(now))
+	desired := r.nodeStatus(node.Status, obs, r.pressure(), metav1.NewTime(now))
 	r.mu.Lock()
 	due := !now.Before(r.lastReport.Add(r.ReportFrequency))
 	r.mu.Unlock()

@@ -49,6 +49,24 @@ func (m *fakeMachine) set(f func(*machine.Signals)) {
 	f(&m.signals)
 }
 
+// fakePressure is the eviction manager's pressure conditions, set by the spec.
+type fakePressure struct {
+	mu         sync.Mutex
+	conditions []corev1.NodeConditionType
+}
+
+func (p *fakePressure) set(cs ...corev1.NodeConditionType) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conditions = cs
+}
+
+func (p *fakePressure) NodeConditions() []corev1.NodeConditionType {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]corev1.NodeConditionType(nil), p.conditions...)
+}
+
 func healthySignals() machine.Signals {
 	return machine.Signals{MemoryAvailableBytes: 6 << 30, NodeFsCapacityBytes: 100 << 30,
 		NodeFsAvailableBytes: 60 << 30, NodeFsInodes: 1 << 20, NodeFsInodesFree: 1 << 19,
@@ -61,6 +79,7 @@ var _ = Describe("Node reconciler", func() {
 		clk      *clocktesting.FakeClock
 		rt       *fake.Runtime
 		host     *fakeMachine
+		pressure *fakePressure
 		events   *record.FakeRecorder
 	)
 
@@ -91,6 +110,7 @@ var _ = Describe("Node reconciler", func() {
 		nodeName = "node-" + utilrand.String(6)
 		clk = clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 		host = &fakeMachine{signals: healthySignals()}
+		pressure = &fakePressure{}
 		events = record.NewFakeRecorder(100)
 		var cri *runtime.Client
 		rt, cri = startFakeRuntime(fake.WithClock(clk), fake.WithVersion("containerd", "1.6.20"))
@@ -107,7 +127,8 @@ var _ = Describe("Node reconciler", func() {
 			Reserved:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 			HardEviction:    hard,
 			KubeletVersion:  "v1.37.1+nodelet",
-			UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute, PressureTransitionPeriod: 30 * time.Second,
+			UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute,
+			Pressure: pressure,
 		}
 		Expect(r.SetupWithManager(mgr)).To(Succeed())
 		startManager(mgr)
@@ -194,16 +215,12 @@ var _ = Describe("Node reconciler", func() {
 		})
 	})
 
-	It("reports memory, disk and PID pressure from the signals and holds it for the transition period", func() {
+	It("reports the eviction manager's memory, disk and PID pressure with the kubelet's reasons and events", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(condition(getNode(g), corev1.NodeReady).Status).To(Equal(corev1.ConditionTrue))
 		}).Should(Succeed())
-		host.set(func(s *machine.Signals) {
-			s.MemoryAvailableBytes = 50 << 20 // below 100Mi
-			s.NodeFsAvailableBytes = 5 << 30  // below 10% of 100Gi
-		})
+		pressure.set(corev1.NodeMemoryPressure, corev1.NodeDiskPressure)
 		tick()
-		pressured := clk.Now()
 		Eventually(func(g Gomega) {
 			n := getNode(g)
 			g.Expect(condition(n, corev1.NodeMemoryPressure)).To(And(
@@ -212,15 +229,12 @@ var _ = Describe("Node reconciler", func() {
 				HaveField("Status", corev1.ConditionTrue), HaveField("Reason", "KubeletHasDiskPressure")))
 			g.Expect(condition(n, corev1.NodePIDPressure).Status).To(Equal(corev1.ConditionFalse))
 		}).Should(Succeed())
-		host.set(func(s *machine.Signals) { *s = healthySignals() })
-		tick() // 10 s after the pressure: still within the 30 s transition period
-		Consistently(func(g Gomega) {
-			g.Expect(condition(getNode(g), corev1.NodeMemoryPressure).Status).To(Equal(corev1.ConditionTrue))
-		}, "300ms").Should(Succeed())
+		Eventually(events.Events).Should(Receive(ContainSubstring("NodeHasInsufficientMemory")))
+		pressure.set()
 		tickUntil(func(g Gomega) {
-			g.Expect(condition(getNode(g), corev1.NodeMemoryPressure).Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(condition(getNode(g), corev1.NodeMemoryPressure)).To(And(
+				HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "KubeletHasSufficientMemory")))
 		})
-		Expect(clk.Since(pressured)).To(BeNumerically(">=", 30*time.Second))
 	})
 
 	It("writes the status only on change or when the report period has passed", func() {

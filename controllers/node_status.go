@@ -96,25 +96,6 @@ func (r *NodeReconciler) evictionReserve(name corev1.ResourceName, capacity int6
 	return 0
 }
 
-// underPressure reports which hard thresholds the observed signals cross.
-func (r *NodeReconciler) underPressure(o observation) map[corev1.NodeConditionType]bool {
-	p := map[corev1.NodeConditionType]bool{}
-	s := o.signals
-	for _, t := range r.HardEviction {
-		switch t.Signal {
-		case config.SignalMemoryAvailable:
-			p[corev1.NodeMemoryPressure] = p[corev1.NodeMemoryPressure] || s.MemoryAvailableBytes < thresholdValue(t, o.info.MemoryBytes)
-		case config.SignalNodeFsAvailable:
-			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsAvailableBytes < thresholdValue(t, s.NodeFsCapacityBytes)
-		case config.SignalNodeFsInodesFree:
-			p[corev1.NodeDiskPressure] = p[corev1.NodeDiskPressure] || s.NodeFsInodesFree < thresholdValue(t, s.NodeFsInodes)
-		case config.SignalPIDAvailable:
-			p[corev1.NodePIDPressure] = p[corev1.NodePIDPressure] || s.PIDMax-s.PIDsInUse < thresholdValue(t, s.PIDMax)
-		}
-	}
-	return p
-}
-
 // conditionText holds the kubelet's reason and message for a condition in each state.
 type conditionText struct{ trueReason, trueMsg, falseReason, falseMsg, trueEvent, falseEvent string }
 

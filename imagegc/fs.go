@@ -7,7 +7,8 @@ import (
 	"io/fs"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sys/unix"
+
+	"github.com/nodelet/nodelet/machine"
 )
 
 // Filesystem reads the capacity and the available bytes of the filesystem holding path.
@@ -22,13 +23,8 @@ type Statfs struct{}
 
 // Usage implements Filesystem.
 func (Statfs) Usage(path string) (capacity, available int64, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return 0, 0, &fs.PathError{Op: "statfs", Path: path, Err: err}
-	}
-	bs := int64(st.Bsize) //nolint:unconvert // Bsize's type differs across platforms
-
-	return int64(st.Blocks) * bs, int64(st.Bavail) * bs, nil //nolint:gosec // block counts fit in int64
+	u, err := machine.Statfs(path)
+	return u.CapacityBytes, u.AvailableBytes, err
 }
 
 // imageFsStats is the kubelet's CRI stats provider's ImageFsStats as image GC uses it: the first image

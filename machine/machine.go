@@ -9,8 +9,6 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Info is what does not change while the machine runs.
@@ -30,13 +28,18 @@ type Info struct {
 
 // Signals are the eviction signals, observed now.
 type Signals struct {
-	MemoryAvailableBytes int64 // MemAvailable
-	NodeFsCapacityBytes  int64 // the root dir's filesystem size
-	NodeFsAvailableBytes int64 // free to unprivileged users
-	NodeFsInodes         int64
-	NodeFsInodesFree     int64
-	PIDMax               int64 // the lower of kernel.pid_max and kernel.threads-max
-	PIDsInUse            int64 // processes and threads that exist
+	// MemoryAvailableBytes is the kubelet's memory.available: capacity (MemTotal) minus the root memory
+	// cgroup's working set (MemAvailable where no memory cgroup can be read).
+	MemoryAvailableBytes int64
+	// MemoryUsageBytes and MemoryWorkingSetBytes are the root memory cgroup's (0 where it cannot be read).
+	MemoryUsageBytes      int64
+	MemoryWorkingSetBytes int64
+	NodeFsCapacityBytes   int64 // the root dir's filesystem size
+	NodeFsAvailableBytes  int64 // free to unprivileged users
+	NodeFsInodes          int64
+	NodeFsInodesFree      int64
+	PIDMax                int64 // the lower of kernel.pid_max and kernel.threads-max
+	PIDsInUse             int64 // processes and threads that exist
 }
 
 // Reader reads host facts from the filesystem rooted at HostRoot ("/" on a real node).
@@ -164,11 +167,7 @@ func (r Reader) Signals() (Signals, error) {
 	if err != nil {
 		return s, err
 	}
-	avail, ok := mem["MemAvailable"]
-	if !ok {
-		avail = mem["MemFree"] + mem["Cached"] + mem["Buffers"]
-	}
-	s.MemoryAvailableBytes = avail
+	r.memorySignals(&s, mem)
 	if err := r.fsSignals(&s); err != nil {
 		return s, err
 	}
@@ -178,20 +177,31 @@ func (r Reader) Signals() (Signals, error) {
 	return s, nil
 }
 
+// memorySignals measures memory.available as the kubelet: capacity less the root cgroup's working set.
+func (r Reader) memorySignals(s *Signals, mem map[string]int64) {
+	if root, err := r.RootMemory(); err == nil {
+		s.MemoryUsageBytes, s.MemoryWorkingSetBytes = root.UsageBytes, root.WorkingSetBytes
+		s.MemoryAvailableBytes = max(mem["MemTotal"]-root.WorkingSetBytes, 0)
+	} else {
+		avail, ok := mem["MemAvailable"]
+		if !ok {
+			avail = mem["MemFree"] + mem["Cached"] + mem["Buffers"]
+		}
+		s.MemoryAvailableBytes = avail
+	}
+}
+
 func (r Reader) fsSignals(s *Signals) error {
 	p := r.FsPath
 	if p == "" {
 		p = "/"
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(p, &st); err != nil {
-		return fmt.Errorf("statfs %s: %w", p, err)
+	u, err := Statfs(p)
+	if err != nil {
+		return err
 	}
-	bs := int64(st.Bsize) //nolint:unconvert // Bsize's type differs across platforms
-	s.NodeFsCapacityBytes = int64(st.Blocks) * bs
-	s.NodeFsAvailableBytes = int64(st.Bavail) * bs
-	s.NodeFsInodes = int64(st.Files)
-	s.NodeFsInodesFree = int64(st.Ffree)
+	s.NodeFsCapacityBytes, s.NodeFsAvailableBytes = u.CapacityBytes, u.AvailableBytes
+	s.NodeFsInodes, s.NodeFsInodesFree = u.Inodes, u.InodesFree
 	return nil
 }
 

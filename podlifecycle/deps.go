@@ -55,6 +55,9 @@ type Deps struct {
 	Services ServiceLister
 	// Static holds the static pods (nil: none); Options.StaticKinds are its configured sources.
 	Static StaticPods
+	// Admitters admit pods before the reconciler's own admission, in order (the eviction manager: no
+	// BestEffort pod under memory pressure, only critical pods under disk or PID pressure).
+	Admitters []PodAdmitter
 	// PodCgroups makes a pod's cgroup with podPidsLimit before its sandbox runs and removes it with the
 	// pod (nil: the runtime alone makes pod cgroups).
 	PodCgroups PodCgroups
@@ -106,7 +109,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	r := &Reconciler{
 		client: deps.Client, cri: deps.Runtime, recorder: deps.Recorder, clock: deps.Clock, secrets: deps.Secrets,
 		node: deps.Node, pleg: deps.PLEG, probes: deps.Probes, volumes: deps.Volumes, services: deps.Services,
-		static: deps.Static, podCgroups: deps.PodCgroups,
+		static: deps.Static, podCgroups: deps.PodCgroups, admitters: deps.Admitters,
 		nodeName: opts.NodeName, rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox,
 		staticKinds: opts.StaticKinds, maxWorkers: max(opts.Workers, 1), resyncPeriod: opts.ResyncPeriod,
 		housekeepingPeriod: opts.HousekeepingPeriod,

@@ -60,6 +60,8 @@ type Reconciler struct {
 	housekeepingPeriod time.Duration
 	sysctls            *SysctlAllowlist
 	seccompDefault     bool
+	// admitters run before the reconciler's own admission (the eviction manager's).
+	admitters []PodAdmitter
 
 	mu             sync.Mutex
 	workers        map[types.UID]*podWorker

@@ -49,7 +49,9 @@ type podWorker struct {
 	state atomic.Int32
 	// admitted is read by other pods' admission: only through isAdmitted and setAdmitted.
 	admitted atomic.Bool
-	override *podstatus.Override
+	// pendingKill is a KillPod not yet taken in by the worker's reconcile (set from other goroutines).
+	pendingKill atomic.Pointer[killRequest]
+	override    *podstatus.Override
 	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds).
 	syncedAt time.Time
 
@@ -170,6 +172,7 @@ func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.P
 	if err != nil {
 		return result{}, err
 	}
+	r.applyKillRequest(w)
 	if w.stage() == syncing && !w.isAdmitted() {
 		if done := r.admitPod(ctx, w, pod, status); done {
 			return r.writeStatus(ctx, w, pod, status)
@@ -255,7 +258,10 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 	if err != nil {
 		node = nil // unknown (standalone, or the API server is away): admitted without its resources and labels
 	}
-	res := runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.sysctls)
+	res := r.admitOthers(pod)
+	if res.admit {
+		res = runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.sysctls)
+	}
 	if res.admit {
 		w.setAdmitted()
 		return false

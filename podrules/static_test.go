@@ -72,3 +72,21 @@ func TestIsMirrorOf(t *testing.T) {
 		})
 	}
 }
+
+func TestIsCriticalPod(t *testing.T) {
+	prio := func(p int32) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{Priority: &p}} }
+	static := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ConfigSourceAnnotation: ConfigSourceFile}}}
+	mirror := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ConfigMirrorAnnotation: "h"}}}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"static": {static, true}, "mirror": {mirror, true},
+		"system-cluster-critical": {prio(2000000000), true}, "system-node-critical": {prio(2000001000), true},
+		"high user priority": {prio(1000000000), false}, "no priority": {&corev1.Pod{}, false},
+	} {
+		if got := IsCriticalPod(tc.pod); got != tc.want {
+			t.Errorf("%s: IsCriticalPod = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/machine"
 )
 
 // NodeStats are the node's own figures in /stats/summary and /metrics/resource.
@@ -38,6 +40,11 @@ func (s *Server) statsSummary(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(r.Context(), w, sum)
+}
+
+// Summary is the node's stats summary, as /stats/summary serves it (the eviction manager's signals).
+func (s *Server) Summary(ctx context.Context) (*statsapi.Summary, error) {
+	return s.summary(ctx, false)
 }
 
 // summary gathers the node's and the running pods' figures.
@@ -83,13 +90,30 @@ func (s *Server) runtimeFs(ctx context.Context) *statsapi.RuntimeStats {
 	}
 	rs := &statsapi.RuntimeStats{}
 	if fss := resp.GetImageFilesystems(); len(fss) > 0 {
-		rs.ImageFs = fsStats(fss[0])
+		rs.ImageFs = withCapacity(fsStats(fss[0]), fss[0])
 		rs.ContainerFs = rs.ImageFs
 	}
 	if fss := resp.GetContainerFilesystems(); len(fss) > 0 {
-		rs.ContainerFs = fsStats(fss[0])
+		rs.ContainerFs = withCapacity(fsStats(fss[0]), fss[0])
 	}
 	return rs
+}
+
+// withCapacity adds the size and free space of the filesystem at the runtime filesystem's mountpoint, as
+// the kubelet's CRI stats provider does (the runtime reports only what it uses); left out when the
+// mountpoint is not this host's.
+func withCapacity(st *statsapi.FsStats, u *runtimeapi.FilesystemUsage) *statsapi.FsStats {
+	mp := u.GetFsId().GetMountpoint()
+	if st == nil || mp == "" {
+		return st
+	}
+	fu, err := machine.Statfs(mp)
+	if err != nil {
+		return st
+	}
+	capacity, avail, inodes, free := uint64(fu.CapacityBytes), uint64(fu.AvailableBytes), uint64(fu.Inodes), uint64(fu.InodesFree)
+	st.CapacityBytes, st.AvailableBytes, st.Inodes, st.InodesFree = &capacity, &avail, &inodes, &free
+	return st
 }
 
 func fsStats(u *runtimeapi.FilesystemUsage) *statsapi.FsStats {

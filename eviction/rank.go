@@ -1,0 +1,174 @@
+package eviction
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/podrules"
+)
+
+// rankFunc orders pods for eviction, the first to go first.
+type rankFunc func(pods []*corev1.Pod, stats podStats)
+
+// compare orders two pods: negative puts a first.
+type compare func(a, b *corev1.Pod) int
+
+// orderedBy sorts by the first comparison that tells two pods apart.
+func orderedBy(pods []*corev1.Pod, cmps ...compare) {
+	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
+		for _, c := range cmps {
+			if r := c(a, b); r != 0 {
+				return r
+			}
+		}
+		return 0
+	})
+}
+
+// trueFirst orders true before false.
+func trueFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	default:
+		return 1
+	}
+}
+
+// byPriority puts the lower priority first.
+func byPriority(a, b *corev1.Pod) int {
+	return cmp.Compare(podrules.PodPriority(a), podrules.PodPriority(b))
+}
+
+// request is what the pod requests of a resource (the kubelet's pod resource rule).
+func request(pod *corev1.Pod, name corev1.ResourceName) int64 {
+	q := podrules.PodRequests(pod, podrules.ResourceOptions{})[name]
+	return q.Value()
+}
+
+func memoryUsage(s statsapi.PodStats) int64 {
+	if s.Memory == nil || s.Memory.WorkingSetBytes == nil {
+		return 0
+	}
+	return int64(*s.Memory.WorkingSetBytes)
+}
+
+// usageCompare builds the two comparisons of a resource's ranking: pods whose usage exceeds their request
+// first, and the larger usage above request first. A pod without stats goes before one with.
+func usageCompare(stats podStats, usage func(*corev1.Pod, statsapi.PodStats) int64, name corev1.ResourceName) (exceeds, above compare) {
+	read := func(p *corev1.Pod) (int64, bool) {
+		s, ok := stats(p.UID)
+		if !ok {
+			return 0, false
+		}
+		return usage(p, s), true
+	}
+	exceeds = func(a, b *corev1.Pod) int {
+		ua, oka := read(a)
+		ub, okb := read(b)
+		if !oka || !okb {
+			return trueFirst(!oka, !okb)
+		}
+		return trueFirst(ua > request(a, name), ub > request(b, name))
+	}
+	above = func(a, b *corev1.Pod) int {
+		ua, oka := read(a)
+		ub, okb := read(b)
+		if !oka || !okb {
+			return trueFirst(!oka, !okb)
+		}
+		return cmp.Compare(ub-request(b, name), ua-request(a, name))
+	}
+	return exceeds, above
+}
+
+// rankMemory: usage above requests first, then lower priority, then more memory above requests.
+func rankMemory(pods []*corev1.Pod, stats podStats) {
+	exceeds, above := usageCompare(stats, func(_ *corev1.Pod, s statsapi.PodStats) int64 { return memoryUsage(s) }, corev1.ResourceMemory)
+	orderedBy(pods, exceeds, byPriority, above)
+}
+
+// rankPIDs: lower priority first, then more processes.
+func rankPIDs(pods []*corev1.Pod, stats podStats) {
+	procs := func(p *corev1.Pod) (uint64, bool) {
+		s, ok := stats(p.UID)
+		if !ok || s.ProcessStats == nil || s.ProcessStats.ProcessCount == nil {
+			return 0, ok
+		}
+		return *s.ProcessStats.ProcessCount, true
+	}
+	orderedBy(pods, byPriority, func(a, b *corev1.Pod) int {
+		pa, oka := procs(a)
+		pb, okb := procs(b)
+		if !oka || !okb {
+			return trueFirst(!oka, !okb)
+		}
+		return cmp.Compare(pb, pa)
+	})
+}
+
+// diskUsage is a pod's use of its containers' writable layers and logs and its local volumes, in bytes or,
+// for inodes, in inodes (nodefs and imagefs share the node's filesystem here, as the kubelet's ranking
+// without a dedicated image filesystem measures them all).
+func diskUsage(inodes bool) func(*corev1.Pod, statsapi.PodStats) int64 {
+	pick := func(fs *statsapi.FsStats) int64 {
+		switch {
+		case fs == nil:
+			return 0
+		case inodes && fs.InodesUsed != nil:
+			return int64(*fs.InodesUsed)
+		case !inodes && fs.UsedBytes != nil:
+			return int64(*fs.UsedBytes)
+		}
+		return 0
+	}
+	return func(pod *corev1.Pod, s statsapi.PodStats) int64 {
+		var sum int64
+		for _, c := range s.Containers {
+			sum += pick(c.Rootfs) + pick(c.Logs)
+		}
+		local := map[string]bool{}
+		for _, v := range pod.Spec.Volumes {
+			if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory || v.ConfigMap != nil || v.GitRepo != nil {
+				local[v.Name] = true
+			}
+		}
+		for _, v := range s.VolumeStats {
+			if local[v.Name] {
+				sum += pick(&v.FsStats)
+			}
+		}
+		return sum
+	}
+}
+
+// rankDisk: usage above requests first, then lower priority, then more usage above requests.
+func rankDisk(inodes bool) rankFunc {
+	name := corev1.ResourceEphemeralStorage
+	if inodes {
+		name = resourceInodes
+	}
+	return func(pods []*corev1.Pod, stats podStats) {
+		exceeds, above := usageCompare(stats, diskUsage(inodes), name)
+		orderedBy(pods, exceeds, byPriority, above)
+	}
+}
+
+// rankFuncs are the ranking of each signal.
+var rankFuncs = map[string]rankFunc{
+	config.SignalMemoryAvailable:            rankMemory,
+	config.SignalAllocatableMemoryAvailable: rankMemory,
+	config.SignalPIDAvailable:               rankPIDs,
+	config.SignalNodeFsAvailable:            rankDisk(false),
+	config.SignalImageFsAvailable:           rankDisk(false),
+	config.SignalContainerFsAvailable:       rankDisk(false),
+	config.SignalNodeFsInodesFree:           rankDisk(true),
+	config.SignalImageFsInodesFree:          rankDisk(true),
+	config.SignalContainerFsInodesFree:      rankDisk(true),
+}

@@ -1,0 +1,85 @@
+package podlifecycle
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podstatus"
+)
+
+// PodAdmitter is an admission handler besides the reconciler's own (the eviction manager's): it admits
+// the pod or says why not.
+type PodAdmitter interface {
+	Admit(pod *corev1.Pod) (ok bool, reason, message string)
+}
+
+// killRequest is a stop the agent decided (an eviction), waiting for the pod's next reconcile.
+type killRequest struct {
+	grace   int64
+	outcome podstatus.Override
+}
+
+// ActivePods are the pods the node runs that are admitted and neither terminating nor terminated (the
+// kubelet's GetActivePods): the eviction manager's candidates.
+func (r *Reconciler) ActivePods() []*corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*corev1.Pod
+	for _, w := range r.workers {
+		if w.isAdmitted() && w.stage() == syncing && w.pod != nil && w.kill == nil && w.pendingKill.Load() == nil &&
+			w.pod.DeletionTimestamp == nil && !isTerminalPhase(w.pod.Status.Phase) {
+			out = append(out, w.pod)
+		}
+	}
+	return out
+}
+
+// KillPod stops the pod within gracePeriod seconds at most (the grace period only shrinks) and makes its
+// final status Failed with reason, message and condition (the kubelet's killPodNow with a status
+// function, as the eviction manager calls it). It returns at once: the pod's reconcile does the work.
+func (r *Reconciler) KillPod(pod *corev1.Pod, gracePeriod int64, reason, message string, condition *corev1.PodCondition) {
+	r.mu.Lock()
+	w, ok := r.workers[pod.UID]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	w.pendingKill.Store(&killRequest{grace: gracePeriod,
+		outcome: podstatus.Override{Phase: corev1.PodFailed, Reason: reason, Message: message, Condition: condition}})
+	r.enqueue(w.key)
+}
+
+// PodCleanedUp reports whether nothing of the pod runs any more: its worker is gone or terminated.
+func (r *Reconciler) PodCleanedUp(uid types.UID) bool {
+	r.mu.Lock()
+	w, ok := r.workers[uid]
+	r.mu.Unlock()
+	return !ok || w.stage() == terminated
+}
+
+// applyKillRequest takes a pending KillPod into the worker (its reconcile alone touches the worker): a
+// syncing pod gets the outcome and starts terminating; a terminating one only a shorter grace period.
+func (r *Reconciler) applyKillRequest(w *podWorker) {
+	req := w.pendingKill.Swap(nil)
+	if req == nil || w.stage() == terminated {
+		return
+	}
+	if w.gracePeriod < 0 || req.grace < w.gracePeriod {
+		w.gracePeriod = max(req.grace, 1)
+	}
+	if w.stage() == syncing {
+		o := req.outcome
+		w.override = &o
+		w.setState(terminating)
+	}
+}
+
+// admitOthers runs the other admission handlers in order; the first refusal wins.
+func (r *Reconciler) admitOthers(pod *corev1.Pod) admissionResult {
+	for _, a := range r.admitters {
+		if ok, reason, msg := a.Admit(pod); !ok {
+			return admissionResult{reason: reason, message: msg}
+		}
+	}
+	return admissionResult{admit: true}
+}
