@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -39,7 +41,7 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 	if a.opts.Simulation != nil {
 		return nil
 	}
-	cg, err := podCgroups(&a.cfg.Kubelet)
+	cg, err := podCgroups(a.cfg)
 	if err != nil {
 		return err
 	}
@@ -59,7 +61,10 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 // podCgroups makes pod cgroups with the kubelet's cpu and memory values and podPidsLimit, where nodelet can:
 // the cgroupfs driver with cgroupsPerQOS
 // (without cgroupsPerQOS the kubelet makes no pod cgroups either; the systemd driver gets a start-up notice).
-func podCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*podcgroups.Manager, error) {
+// The kubepods cgroup gets the node's capacity, or its allocatable with enforceNodeAllocatable "pods",
+// at once (the kubelet's enforceNodeAllocatableCgroups at start).
+func podCgroups(cfg *config.Config) (*podcgroups.Manager, error) {
+	kc := &cfg.Kubelet
 	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS || kc.CgroupDriver == "systemd" {
 		return nil, nil
 	}
@@ -67,7 +72,34 @@ func podCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*podcgroups.Mana
 	if err != nil {
 		return nil, fmt.Errorf("pod cgroups: %w", err)
 	}
+	values, err := kubepodsValues(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.EnsureKubepods(values); err != nil {
+		return nil, fmt.Errorf("node allocatable cgroup: %w", err)
+	}
 	return m, nil
+}
+
+// kubepodsValues are the kubepods cgroup's values from the host's capacity and the reservations.
+func kubepodsValues(cfg *config.Config) (podcgroups.Kubepods, error) {
+	host := machine.Reader{FsPath: cfg.RootDir}
+	info, err := host.Info()
+	if err != nil {
+		return podcgroups.Kubepods{}, err
+	}
+	sig, err := host.Signals()
+	if err != nil {
+		return podcgroups.Kubepods{}, err
+	}
+	reserved, err := cfg.Reserved()
+	if err != nil {
+		return podcgroups.Kubepods{}, err
+	}
+	cpu, mem, pids := reserved[corev1.ResourceCPU], reserved[corev1.ResourceMemory], reserved["pid"]
+	return podcgroups.KubepodsValues(info.NumCPU*1000, info.MemoryBytes, sig.PIDMax,
+		slices.Contains(cfg.Kubelet.EnforceNodeAllocatable, "pods"), cpu.MilliValue(), mem.Value(), pids.Value()), nil
 }
 
 // pullRecords is the kubelet's image pull credential verification (KubeletEnsureSecretPulledImages, on by

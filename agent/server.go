@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"path"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,13 +57,17 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 		return nil, err
 	}
 	m := machine.Reader{FsPath: a.cfg.RootDir}
+	kubepods := ""
+	if kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS {
+		kubepods = path.Join("/", kc.CgroupRoot, "kubepods")
+	}
 	return server.New(server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
 		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
 		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: a.nodePods(store),
 		Metrics: a.opts.Metrics, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
 		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: a.clock(),
-		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m) },
+		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m, kubepods) },
 		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
 		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving,
@@ -102,8 +107,9 @@ func (a *Agent) nodeAddresses() []corev1.NodeAddress {
 	return n.Status.Addresses
 }
 
-// nodeStats are the node figures of /stats/summary, from /proc and the root dir's filesystem.
-func nodeStats(m machine.Reader) (server.NodeStats, error) {
+// nodeStats are the node figures of /stats/summary, from /proc, the memory cgroups and the root dir's
+// filesystem; with a kubepods cgroup, its memory as the "pods" system container.
+func nodeStats(m machine.Reader, kubepods string) (server.NodeStats, error) {
 	u, err := m.Usage()
 	if err != nil {
 		return server.NodeStats{}, err
@@ -131,8 +137,28 @@ func nodeStats(m machine.Reader) (server.NodeStats, error) {
 			AvailableBytes: &available},
 		Fs: statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
 			Inodes: &inodes, InodesFree: &free},
-		Rlimit: &statsapi.RlimitStats{Time: now, MaxPID: &maxPID, NumOfRunningProcesses: &procs},
+		Rlimit:           &statsapi.RlimitStats{Time: now, MaxPID: &maxPID, NumOfRunningProcesses: &procs},
+		SystemContainers: podsContainer(m, kubepods, now),
 	}, nil
+}
+
+// podsContainer is the "pods" system container: the kubepods cgroup's memory, its available bytes being
+// its limit less its working set (none while it has no limit).
+func podsContainer(m machine.Reader, kubepods string, now metav1.Time) []statsapi.ContainerStats {
+	if kubepods == "" {
+		return nil
+	}
+	mem, err := m.CgroupMemory(kubepods)
+	if err != nil {
+		return nil
+	}
+	ws, usage := uint64(mem.WorkingSetBytes), uint64(mem.UsageBytes)
+	st := statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws, UsageBytes: &usage}
+	if mem.LimitBytes > 0 {
+		avail := uint64(max(mem.LimitBytes-mem.WorkingSetBytes, 0))
+		st.AvailableBytes = &avail
+	}
+	return []statsapi.ContainerStats{{Name: statsapi.SystemContainerPods, Memory: &st}}
 }
 
 // nodePods lists the pods this node runs for the node API: the API's pods bound here (mirror pods left

@@ -43,12 +43,6 @@ func (m *fakeMachine) Signals() (machine.Signals, error) {
 	return m.signals, nil
 }
 
-func (m *fakeMachine) set(f func(*machine.Signals)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f(&m.signals)
-}
-
 // fakePressure is the eviction manager's pressure conditions, set by the spec.
 type fakePressure struct {
 	mu         sync.Mutex

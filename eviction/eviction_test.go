@@ -243,7 +243,9 @@ func TestSoftThresholdWaitsForItsGracePeriod(t *testing.T) {
 	long := int64(60)
 	p := pod("p", 0, "")
 	p.Spec.TerminationGracePeriodSeconds = &long
-	node.set(func(n *fakeNode) { n.pods, n.podMemory, n.memAvail = []*corev1.Pod{p}, map[types.UID]int64{"p": gi}, 900 * mi })
+	node.set(func(n *fakeNode) {
+		n.pods, n.podMemory, n.memAvail = []*corev1.Pod{p}, map[types.UID]int64{"p": gi}, 900*mi
+	})
 	if got := step(t, m, node, 10*time.Second); got != nil {
 		t.Fatal("evicted before the grace period")
 	}
@@ -295,7 +297,7 @@ func TestDiskPressureReclaimsNodeLevelFirst(t *testing.T) {
 	m, node, _, _ := newTestManager(t, &kubeletconfigv1beta1.KubeletConfiguration{
 		EvictionHard: map[string]string{"nodefs.available": "10%"}})
 	p := pod("p", 0, "")
-	node.set(func(n *fakeNode) { n.pods, n.fsAvail, n.reclaimed = []*corev1.Pod{p}, 5*gi, 10 * gi })
+	node.set(func(n *fakeNode) { n.pods, n.fsAvail, n.reclaimed = []*corev1.Pod{p}, 5*gi, 10*gi })
 	if got := step(t, m, node, 10*time.Second); got != nil {
 		t.Fatalf("evicted %s although reclaiming images freed enough", got.Name)
 	}

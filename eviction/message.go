@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // Reason is the evicted pod's status reason and the event's.
@@ -44,17 +45,7 @@ func message(res corev1.ResourceName, pod *corev1.Pod, stats podStats, ts []Thre
 				continue
 			}
 			req := c.Resources.Requests[res]
-			var usage *resource.Quantity
-			switch res {
-			case corev1.ResourceMemory:
-				if cs.Memory != nil && cs.Memory.WorkingSetBytes != nil {
-					usage = resource.NewQuantity(int64(*cs.Memory.WorkingSetBytes), resource.BinarySI)
-				}
-			case corev1.ResourceEphemeralStorage:
-				if cs.Rootfs != nil && cs.Rootfs.UsedBytes != nil && cs.Logs != nil && cs.Logs.UsedBytes != nil {
-					usage = resource.NewQuantity(int64(*cs.Rootfs.UsedBytes+*cs.Logs.UsedBytes), resource.BinarySI)
-				}
-			}
+			usage := containerUsage(res, cs)
 			if usage != nil && usage.Cmp(req) > 0 {
 				msg += fmt.Sprintf("Container %s was using %s, request is %s, has larger consumption of %v. ", c.Name, usage.String(), req.String(), res)
 				names, usages = append(names, c.Name), append(usages, usage.String())
@@ -66,6 +57,22 @@ func message(res corev1.ResourceName, pod *corev1.Pod, stats podStats, ts []Thre
 	ann[annotationOffendingContainersUsage] = strings.Join(usages, ",")
 	ann[annotationStarvedResource] = string(res)
 	return msg, ann
+}
+
+// containerUsage is a container's use of res as the message reports it: its memory working set, or its
+// writable layer plus logs; nil when unknown.
+func containerUsage(res corev1.ResourceName, cs statsapi.ContainerStats) *resource.Quantity {
+	switch res {
+	case corev1.ResourceMemory:
+		if cs.Memory != nil && cs.Memory.WorkingSetBytes != nil {
+			return resource.NewQuantity(int64(*cs.Memory.WorkingSetBytes), resource.BinarySI)
+		}
+	case corev1.ResourceEphemeralStorage:
+		if cs.Rootfs != nil && cs.Rootfs.UsedBytes != nil && cs.Logs != nil && cs.Logs.UsedBytes != nil {
+			return resource.NewQuantity(int64(*cs.Rootfs.UsedBytes+*cs.Logs.UsedBytes), resource.BinarySI)
+		}
+	}
+	return nil
 }
 
 // format prints an amount as the kubelet's quantities print: binary units for bytes, plain numbers for

@@ -16,7 +16,12 @@ import (
 type CgroupMemory struct {
 	UsageBytes      int64
 	WorkingSetBytes int64
+	// LimitBytes is the cgroup's memory limit; 0 when unlimited (and for the root cgroup).
+	LimitBytes int64
 }
+
+// unlimited is at or above what cgroup v1 reports for no limit (PAGE_COUNTER_MAX pages).
+const unlimited = int64(1) << 62
 
 // errNoMemoryCgroup: no memory cgroup controller is mounted where the reader looks.
 var errNoMemoryCgroup = errors.New("no memory cgroup")
@@ -43,7 +48,11 @@ func (r Reader) CgroupMemory(path string) (CgroupMemory, error) {
 		if err != nil {
 			return CgroupMemory{}, err
 		}
-		return workingSet(usage, stat["total_inactive_file"]), nil
+		m := workingSet(usage, stat["total_inactive_file"])
+		if limit, err := r.readInt(filepath.Join("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")); err == nil && limit < unlimited {
+			m.LimitBytes = limit
+		}
+		return m, nil
 	}
 	v2 := r.path(filepath.Join("/sys/fs/cgroup", path))
 	stat, err := readKeyed(filepath.Join(v2, "memory.stat"))
@@ -60,7 +69,11 @@ func (r Reader) CgroupMemory(path string) (CgroupMemory, error) {
 	} else if usage, err = r.readInt(filepath.Join("/sys/fs/cgroup", path, "memory.current")); err != nil {
 		return CgroupMemory{}, err
 	}
-	return workingSet(usage, stat["inactive_file"]), nil
+	m := workingSet(usage, stat["inactive_file"])
+	if limit, err := r.readInt(filepath.Join("/sys/fs/cgroup", path, "memory.max")); err == nil { // "max" does not parse
+		m.LimitBytes = limit
+	}
+	return m, nil
 }
 
 func workingSet(usage, inactiveFile int64) CgroupMemory {

@@ -66,3 +66,23 @@ func TestRootMemoryAndAvailable(t *testing.T) {
 		})
 	}
 }
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes":  "300\n",
+		"sys/fs/cgroup/memory/kubepods/memory.stat":            "total_inactive_file 100\n",
+		"sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes":  "1000\n",
+		"sys/fs/cgroup/memory/unlimited/memory.usage_in_bytes": "300\n",
+		"sys/fs/cgroup/memory/unlimited/memory.stat":           "total_inactive_file 100\n",
+		"sys/fs/cgroup/memory/unlimited/memory.limit_in_bytes": "9223372036854771712\n",
+	})
+	r := Reader{HostRoot: root}
+	m, err := r.CgroupMemory("/kubepods")
+	if err != nil || m != (CgroupMemory{UsageBytes: 300, WorkingSetBytes: 200, LimitBytes: 1000}) {
+		t.Errorf("kubepods: %+v, %v", m, err)
+	}
+	if m, err := r.CgroupMemory("/unlimited"); err != nil || m.LimitBytes != 0 {
+		t.Errorf("unlimited: %+v, %v", m, err)
+	}
+}

@@ -26,6 +26,9 @@ type NodeStats struct {
 	Memory statsapi.MemoryStats
 	// Fs is nodefs, the filesystem of nodelet's root dir.
 	Fs statsapi.FsStats
+	// SystemContainers are the node's system containers' figures (the "pods" container: the kubepods
+	// cgroup, whose memory the allocatableMemory.available eviction signal reads).
+	SystemContainers []statsapi.ContainerStats
 	// Network, Rlimit and Swap are reported when set.
 	Network *statsapi.NetworkStats
 	Rlimit  *statsapi.RlimitStats
@@ -72,6 +75,7 @@ func (s *Server) nodeSummary(ctx context.Context, cpuAndMemoryOnly bool) (statsa
 	cpu, mem := n.CPU, n.Memory
 	s.cpu.fill("node", &cpu)
 	out.StartTime, out.CPU, out.Memory, out.Swap = metav1.NewTime(n.StartTime), &cpu, &mem, n.Swap
+	out.SystemContainers = n.SystemContainers
 	if cpuAndMemoryOnly {
 		return out, nil
 	}

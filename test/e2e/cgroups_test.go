@@ -12,6 +12,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // readPodCgroup reads a control file of the pod's cgroup in a cgroup v1 hierarchy (the bed's machine is on
@@ -74,5 +77,54 @@ var _ = Describe("Pod cgroups on the real node", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(strconv.Atoi(strings.TrimSpace(string(b)))).To(BeNumerically(">=", 102))
 		}, 30*time.Second, 500*time.Millisecond).Should(Succeed())
+	})
+})
+
+// kubepodsValue reads a control file of the kubepods cgroup in a v1 hierarchy.
+func kubepodsValue(g Gomega, hierarchy, file string) string {
+	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, "kubepods", file))
+	g.Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(string(b))
+}
+
+const reservedDropIn = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+kubeReserved:
+  cpu: 500m
+  memory: 1Gi
+systemReserved:
+  pid: "1000"
+`
+
+var _ = Describe("The kubepods cgroup on the real node", Ordered, func() {
+	It("is limited to node allocatable with enforceNodeAllocatable [pods], and to capacity without reservations", func() {
+		info, err := machine.Reader{}.Info()
+		Expect(err).NotTo(HaveOccurred())
+		sig, err := machine.Reader{}.Signals()
+		Expect(err).NotTo(HaveOccurred())
+		check := func(milliCPU, memory, pids int64) {
+			Eventually(func(g Gomega) {
+				g.Expect(kubepodsValue(g, "cpu", "cpu.shares")).To(Equal(strconv.FormatInt(podrules.MilliCPUToShares(milliCPU), 10)))
+				g.Expect(kubepodsValue(g, "memory", "memory.limit_in_bytes")).To(Equal(strconv.FormatInt(memory, 10)))
+				g.Expect(kubepodsValue(g, "pids", "pids.max")).To(Equal(strconv.FormatInt(pids, 10)))
+			}, 30*time.Second, 500*time.Millisecond).Should(Succeed())
+		}
+		By("the bed's configuration reserves nothing: the node's capacity")
+		check(info.NumCPU*1000, info.MemoryBytes, sig.PIDMax)
+
+		By("kubeReserved cpu 500m and memory 1Gi, systemReserved pid 1000: capacity less the reservations")
+		dir := filepath.Join(bedDir, "reserved.conf.d")
+		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "10-reserved.conf"), []byte(reservedDropIn), 0o644)).To(Succeed())
+		restartNodelet("NODELET_EXTRA_ARGS=--config-dir " + dir)
+		DeferCleanup(func() {
+			restartNodelet()
+			check(info.NumCPU*1000, info.MemoryBytes, sig.PIDMax)
+		})
+		check(info.NumCPU*1000-500, info.MemoryBytes-1<<30, sig.PIDMax-1000)
+		Eventually(func(g Gomega) {
+			alloc := getNode(g).Status.Allocatable
+			g.Expect(alloc.Cpu().MilliValue()).To(Equal(info.NumCPU*1000 - 500))
+		}, 30*time.Second).Should(Succeed())
 	})
 })

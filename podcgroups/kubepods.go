@@ -1,0 +1,60 @@
+package podcgroups
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+
+	"github.com/nodelet/nodelet/podrules"
+)
+
+// Kubepods are the values of the kubepods cgroup: what the node gives all its pods together.
+type Kubepods struct {
+	// MilliCPU becomes cpu.shares (cpu.weight on v2); MemoryBytes memory.limit_in_bytes (memory.max);
+	// Pids, when positive, pids.max.
+	MilliCPU, MemoryBytes, Pids int64
+}
+
+// KubepodsValues are the kubelet's kubepods values (its enforceNodeAllocatableCgroups): the node's
+// capacity, or with enforceNodeAllocatable "pods" its capacity less systemReserved and kubeReserved (the
+// hard eviction thresholds are not taken off: the eviction manager keeps that margin).
+func KubepodsValues(capacityMilliCPU, capacityMemory, capacityPids int64, enforcePods bool, reservedMilliCPU, reservedMemory, reservedPids int64) Kubepods {
+	k := Kubepods{MilliCPU: capacityMilliCPU, MemoryBytes: capacityMemory, Pids: capacityPids}
+	if enforcePods {
+		k.MilliCPU = max(k.MilliCPU-reservedMilliCPU, 0)
+		k.MemoryBytes = max(k.MemoryBytes-reservedMemory, 0)
+		k.Pids = max(k.Pids-reservedPids, 0)
+	}
+	return k
+}
+
+// EnsureKubepods makes the kubepods cgroup with the given values, as the kubelet does at start: cpu shares
+// so that pods together weigh what the node's cpus do, the memory limit, and the pids limit.
+func (m *Manager) EnsureKubepods(k Kubepods) error {
+	shares := podrules.MilliCPUToShares(k.MilliCPU)
+	values := []cgroupValue{{cpuController, "cpu.shares", strconv.FormatInt(shares, 10)}}
+	memFile, pidsFile := "memory.limit_in_bytes", pidsMax
+	if m.Unified {
+		values = []cgroupValue{{cpuController, "cpu.weight", strconv.FormatUint(sharesToWeight(shares), 10)}}
+		memFile = "memory.max"
+	}
+	if k.MemoryBytes > 0 {
+		values = append(values, cgroupValue{memoryController, memFile, strconv.FormatInt(k.MemoryBytes, 10)})
+	}
+	if k.Pids > 0 {
+		values = append(values, cgroupValue{pidsController, pidsFile, strconv.FormatInt(k.Pids, 10)})
+	}
+	parent := path.Join("/", m.Kubepods)
+	for _, v := range values {
+		dir, err := m.makeDir(parent, v.controller)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, v.file), []byte(v.value), 0o644); err != nil {
+			return fmt.Errorf("set %s of %s: %w", v.file, parent, err)
+		}
+	}
+	return nil
+}

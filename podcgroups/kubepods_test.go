@@ -1,0 +1,57 @@
+package podcgroups
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestKubepodsValues(t *testing.T) {
+	// This machine's kubelet tree: 2 cpus, 25276514304 bytes, pid_max 32768, nothing reserved.
+	if got := KubepodsValues(2000, 25276514304, 32768, true, 0, 0, 0); got != (Kubepods{2000, 25276514304, 32768}) {
+		t.Errorf("nothing reserved: %+v", got)
+	}
+	if got := KubepodsValues(2000, 4<<30, 32768, true, 500, 1<<30, 1000); got != (Kubepods{1500, 3 << 30, 31768}) {
+		t.Errorf("pods enforced: %+v", got)
+	}
+	if got := KubepodsValues(2000, 4<<30, 32768, false, 500, 1<<30, 1000); got != (Kubepods{2000, 4 << 30, 32768}) {
+		t.Errorf("not enforced: capacity %+v", got)
+	}
+	if got := KubepodsValues(1000, 1<<30, 0, true, 2000, 2<<30, 0); got != (Kubepods{0, 0, 0}) {
+		t.Errorf("reserved beyond capacity: %+v", got)
+	}
+}
+
+func TestEnsureKubepods(t *testing.T) {
+	t.Run("v1", func(t *testing.T) {
+		root := t.TempDir()
+		mkdirs(t, filepath.Join(root, "cpu"), filepath.Join(root, "memory"), filepath.Join(root, "pids"))
+		m := &Manager{Root: root, Kubepods: "/kubepods"}
+		fakeCgroupfs(m)
+		if err := m.EnsureKubepods(Kubepods{MilliCPU: 1500, MemoryBytes: 3 << 30, Pids: 31768}); err != nil {
+			t.Fatal(err)
+		}
+		for file, want := range map[string]string{"cpu/kubepods/cpu.shares": "1536",
+			"memory/kubepods/memory.limit_in_bytes": "3221225472", "pids/kubepods/pids.max": "31768"} {
+			if got := read(t, filepath.Join(root, file)); got != want {
+				t.Errorf("%s = %q, want %q", file, got, want)
+			}
+		}
+	})
+	t.Run("v2", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.WriteFile(filepath.Join(root, subtreeControl), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m := &Manager{Root: root, Unified: true, Kubepods: "/kubepods"}
+		fakeCgroupfs(m)
+		if err := m.EnsureKubepods(Kubepods{MilliCPU: 2000, MemoryBytes: 1 << 30}); err != nil {
+			t.Fatal(err)
+		}
+		for file, want := range map[string]string{"kubepods/cpu.weight": "79", "kubepods/memory.max": "1073741824"} {
+			if got := read(t, filepath.Join(root, file)); got != want {
+				t.Errorf("%s = %q, want %q", file, got, want)
+			}
+		}
+	})
+}
