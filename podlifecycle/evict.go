@@ -26,7 +26,7 @@ func (r *Reconciler) ActivePods() []*corev1.Pod {
 	defer r.mu.Unlock()
 	var out []*corev1.Pod
 	for _, w := range r.workers {
-		if w.isAdmitted() && w.stage() == syncing && w.pod != nil && w.kill == nil && w.pendingKill.Load() == nil &&
+		if w.isAdmitted() && w.stage() == syncing && w.pod != nil && w.pendingKill.Load() == nil &&
 			w.pod.DeletionTimestamp == nil && !isTerminalPhase(w.pod.Status.Phase) {
 			out = append(out, w.pod)
 		}
