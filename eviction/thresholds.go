@@ -2,8 +2,8 @@ package eviction
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -107,12 +107,7 @@ func Thresholds(kc *kubeletconfigv1beta1.KubeletConfiguration) ([]Threshold, err
 // signal.
 func parseMinimumReclaims(m map[string]string) (map[string]config.Threshold, error) {
 	out := map[string]config.Threshold{}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, signal := range keys {
+	for _, signal := range slices.Sorted(maps.Keys(m)) {
 		val := m[signal]
 		if _, ok := signalResource[signal]; !ok {
 			return nil, fmt.Errorf("evictionMinimumReclaim: unsupported eviction signal %v", signal)

@@ -1,10 +1,7 @@
 package podcgroups
 
 import (
-	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 
 	"github.com/nodelet/nodelet/podrules"
@@ -46,15 +43,5 @@ func (m *Manager) EnsureKubepods(k Kubepods) error {
 	if k.Pids > 0 {
 		values = append(values, cgroupValue{pidsController, pidsFile, strconv.FormatInt(k.Pids, 10)})
 	}
-	parent := path.Join("/", m.Kubepods)
-	for _, v := range values {
-		dir, err := m.makeDir(parent, v.controller)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, v.file), []byte(v.value), 0o644); err != nil {
-			return fmt.Errorf("set %s of %s: %w", v.file, parent, err)
-		}
-	}
-	return nil
+	return m.write(path.Join("/", m.Kubepods), values)
 }

@@ -89,13 +89,18 @@ func (m *Manager) Ensure(parent string, res podrules.PodCgroup) error {
 	if m.PidsLimit > 0 {
 		values = append(values, cgroupValue{pidsController, pidsMax, strconv.FormatInt(m.PidsLimit, 10)})
 	}
+	return m.write(parent, values)
+}
+
+// write makes the cgroup parent in each value's hierarchy and writes the values in order.
+func (m *Manager) write(parent string, values []cgroupValue) error {
 	for _, v := range values {
 		dir, err := m.makeDir(parent, v.controller)
 		if err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(dir, v.file), []byte(v.value), 0o644); err != nil {
-			return fmt.Errorf("set %s of pod cgroup %s: %w", v.file, parent, err)
+			return fmt.Errorf("set %s of cgroup %s: %w", v.file, parent, err)
 		}
 	}
 	return nil

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,21 +23,6 @@ func memoryAvailable() int64 {
 	s, err := machine.Reader{}.Signals()
 	Expect(err).NotTo(HaveOccurred())
 	return s.MemoryAvailableBytes
-}
-
-// evictionsCounted is kubelet_evictions{eviction_signal="memory.available"} on the node API's /metrics.
-func evictionsCounted() float64 {
-	code, body := nodeGet("/metrics")
-	Expect(code).To(Equal(200))
-	const series = `kubelet_evictions{eviction_signal="memory.available"} `
-	for line := range strings.Lines(body) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			Expect(err).NotTo(HaveOccurred())
-			return f
-		}
-	}
-	return 0
 }
 
 // hogMiB is what the memory hog writes to its memory-backed emptyDir; the threshold is set marginMiB below
@@ -162,6 +145,6 @@ kernelMemcgNotification: true
 		k := getPod(Default, ns, "keeper")
 		Expect(k.Status.Phase).To(Equal(corev1.PodRunning))
 		Expect(k.Status.ContainerStatuses[0].RestartCount).To(BeZero())
-		Expect(evictionsCounted()).To(Equal(1.0))
+		Expect(nodeMetric(`kubelet_evictions{eviction_signal="memory.available"}`)).To(Equal(1.0))
 	})
 })

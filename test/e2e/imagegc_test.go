@@ -139,11 +139,16 @@ var _ = Describe("Image garbage collection on the real node", Ordered, func() {
 // imagesCollected is kubelet_image_garbage_collected_total{reason="space"} on the node API's /metrics
 // (0 when not yet counted).
 func imagesCollected() float64 {
+	return nodeMetric(`kubelet_image_garbage_collected_total{reason="space"}`)
+}
+
+// nodeMetric is the value of one series (name and labels as /metrics prints them) on the node API's
+// /metrics, 0 when absent.
+func nodeMetric(series string) float64 {
 	code, body := nodeGet("/metrics")
 	Expect(code).To(Equal(200))
-	const series = `kubelet_image_garbage_collected_total{reason="space"} `
 	for line := range strings.Lines(body) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			Expect(err).NotTo(HaveOccurred())
 			return f
