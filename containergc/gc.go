@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/internal/periodic"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -129,24 +130,8 @@ func New(opts Options) (*Collector, error) {
 // Start collects at once and then every GCPeriod until ctx ends; it never fails (a failed pass is logged
 // and recorded as an event). It is a controller-runtime Runnable; the logger comes from ctx.
 func (c *Collector) Start(ctx context.Context) error {
-	if c.ready != nil {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.ready:
-		}
-	}
-	ticker := c.clock.NewTicker(GCPeriod)
-	defer ticker.Stop()
 	failed := false
-	for {
-		failed = c.pass(ctx, failed)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-		}
-	}
+	return periodic.Run(ctx, c.clock, c.ready, GCPeriod, func(ctx context.Context) { failed = c.pass(ctx, failed) })
 }
 
 // pass is one period with the kubelet's failure handling: every failure is logged and recorded, the first

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/logtest"
 )
 
 // started runs h's Collector until the test ends; each pass's result is reported on the returned channel.
@@ -48,31 +48,6 @@ func step(t *testing.T, h *harness, d time.Duration) {
 		t.Fatal("Start does not wait on its ticker")
 	}
 	h.clock.Step(d)
-}
-
-// logSink collects the messages logged.
-type logSink struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (s *logSink) logger() logr.Logger {
-	return funcr.New(func(_, args string) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.msgs = append(s.msgs, args)
-	}, funcr.Options{Verbosity: 4})
-}
-
-func (s *logSink) has(msg string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, m := range s.msgs {
-		if strings.Contains(m, `"msg"="`+msg+`"`) {
-			return true
-		}
-	}
-	return false
 }
 
 // Start waits for the runtime, collects at once, then every minute on the clock: not before.
@@ -113,8 +88,8 @@ func TestStartCollectsAtOnceAndEveryMinute(t *testing.T) {
 func TestStartFailures(t *testing.T) {
 	h := newHarness(t, defaultPolicy)
 	h.rt.listErr = errors.New("runtime is down")
-	var sink logSink
-	passes := started(t, h, logr.NewContext(context.Background(), sink.logger()))
+	var sink logtest.Sink
+	passes := started(t, h, logr.NewContext(context.Background(), sink.Logger()))
 	for range 2 {
 		if err := wait(t, passes); err == nil {
 			t.Fatal("a pass with the runtime down succeeded")
@@ -135,8 +110,8 @@ func TestStartFailures(t *testing.T) {
 	if err := wait(t, passes); err != nil {
 		t.Fatal(err)
 	}
-	if !sink.has("Container garbage collection failed") || !sink.has("Container garbage collection succeeded") {
-		t.Errorf("logged %v", sink.msgs)
+	if !sink.Has("Container garbage collection failed") || !sink.Has("Container garbage collection succeeded") {
+		t.Errorf("logged %v", sink.Messages())
 	}
 	if len(h.events.Events) != 0 {
 		t.Errorf("an event for a pass that succeeded: %s", <-h.events.Events)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 // ImageGCPeriod is how often the Manager detects images and collects garbage: the kubelet's constant.
@@ -152,27 +154,13 @@ func (m *Manager) Start(ctx context.Context) error {
 		return nil
 	}
 	beganGC := m.clock.Now()
-	if m.ready != nil {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.ready:
-		}
-	}
-	ticker := m.clock.NewTicker(ImageGCPeriod)
-	defer ticker.Stop()
 	prevFailed := false
-	for {
+	return periodic.Run(ctx, m.clock, m.ready, ImageGCPeriod, func(ctx context.Context) {
 		prevFailed = m.pass(ctx, beganGC, prevFailed)
 		if m.passDone != nil {
 			m.passDone()
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-		}
-	}
+	})
 }
 
 // pass is one period: the kubelet's image detection, then its garbage collection with the kubelet's

@@ -3,14 +3,13 @@ package imagegc
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/logtest"
 )
 
 // started runs h's Manager until the test ends; each pass is reported on the returned channel.
@@ -49,31 +48,6 @@ func step(t *testing.T, h *harness, d time.Duration) {
 	h.clock.Step(d)
 }
 
-// logSink collects the messages logged.
-type logSink struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (s *logSink) logger() logr.Logger {
-	return funcr.New(func(_, args string) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.msgs = append(s.msgs, args)
-	}, funcr.Options{Verbosity: 4})
-}
-
-func (s *logSink) has(msg string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, m := range s.msgs {
-		if strings.Contains(m, `"msg"="`+msg+`"`) {
-			return true
-		}
-	}
-	return false
-}
-
 func TestStartCollectsAtOnceAndEveryPeriod(t *testing.T) {
 	ready := make(chan struct{})
 	h := newHarness(t, Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute},
@@ -101,13 +75,13 @@ func TestStartCollectsAtOnceAndEveryPeriod(t *testing.T) {
 func TestStartFailures(t *testing.T) {
 	h := newHarness(t, defaultPolicy())
 	h.rt.listErr = errors.New("runtime unavailable")
-	logs := &logSink{}
-	passes := started(t, h, logr.NewContext(context.Background(), logs.logger()))
+	logs := &logtest.Sink{}
+	passes := started(t, h, logr.NewContext(context.Background(), logs.Logger()))
 	wait(t, passes)
 	if events := h.drainEvents(); len(events) > 0 {
 		t.Fatalf("events %q after one failure", events)
 	}
-	if !logs.has("Image garbage collection failed once. Stats initialization may not have completed yet") {
+	if !logs.Has("Image garbage collection failed once. Stats initialization may not have completed yet") {
 		t.Error("first failure not logged as the kubelet does")
 	}
 	step(t, h, ImageGCPeriod)
@@ -115,7 +89,7 @@ func TestStartFailures(t *testing.T) {
 	if events := h.drainEvents(); len(events) != 1 || events[0] != "Warning ImageGCFailed runtime unavailable" {
 		t.Fatalf("events %q, want one ImageGCFailed", events)
 	}
-	if !logs.has("Image garbage collection failed multiple times in a row") {
+	if !logs.Has("Image garbage collection failed multiple times in a row") {
 		t.Error("repeated failure not logged as the kubelet does")
 	}
 	h.rt.mu.Lock()
@@ -126,7 +100,7 @@ func TestStartFailures(t *testing.T) {
 	if events := h.drainEvents(); len(events) > 0 {
 		t.Fatalf("events %q after a successful pass", events)
 	}
-	if !logs.has("Image garbage collection succeeded") {
+	if !logs.Has("Image garbage collection succeeded") {
 		t.Error("recovery not logged")
 	}
 }
