@@ -160,6 +160,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.cri, a.ownCRI = cri, true
+	if opts.Simulation == nil {
+		a.cgroupDriverFromRuntime(ctx, cri)
+	}
 	if a.mgr, err = a.newManager(restCfg); err != nil {
 		_ = cri.Close()
 		return nil, err
