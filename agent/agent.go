@@ -25,6 +25,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/containergc"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/machine"
@@ -117,6 +118,9 @@ type Agent struct {
 	// hands its admission to the pod workers.
 	eviction      *eviction.Manager
 	evictionAdmit evictionAdmission
+	// containerDeletor is the container garbage collector, told of container deaths by the PLEG (which is
+	// made before it).
+	containerDeletor atomic.Pointer[containergc.Collector]
 }
 
 // New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the

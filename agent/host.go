@@ -30,6 +30,7 @@ func (a *Agent) setupHost(restCfg *rest.Config, store *staticpods.Store, rec rec
 	if err != nil {
 		return err
 	}
+	a.containerDeletor.Store(cgc)
 	a.local = append(a.local, srv, gc, cgc)
 	return a.evictionManager(rec, srv, pods, gc, cgc)
 }

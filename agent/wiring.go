@@ -67,6 +67,14 @@ func (a *Agent) plegOptions() runtime.PLEGOptions {
 	if sim := a.opts.Simulation; sim != nil && sim.RelistPeriod > 0 {
 		o.Period, o.EventBuffer = sim.RelistPeriod, 64
 	}
+	if a.opts.Simulation == nil {
+		// The container garbage collector, made later, trims a pod's dead containers on each death.
+		o.OnContainerDied = func(ev runtime.Event) {
+			if c := a.containerDeletor.Load(); c != nil {
+				c.ContainerDied(ev)
+			}
+		}
+	}
 	return o
 }
 

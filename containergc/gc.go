@@ -98,8 +98,10 @@ type Collector struct {
 	podLogs   string
 	legacyDir string
 	ready     <-chan struct{}
+	// died carries container deaths to the pod container deletor.
+	died chan runtime.Event
 
-	gcMu sync.Mutex // one pass at a time
+	gcMu sync.Mutex // one pass (or one deletor removal) at a time
 
 	// passDone, when set (tests), is called after each pass of Start.
 	passDone func(error)
@@ -115,7 +117,7 @@ func New(opts Options) (*Collector, error) {
 	}
 	c := &Collector{
 		runtime: opts.Runtime, pods: opts.Pods, clock: opts.Clock, recorder: opts.Recorder, policy: opts.Policy,
-		podLogs: opts.PodLogsDir, legacyDir: opts.LegacyLogsDir, ready: opts.Ready,
+		podLogs: opts.PodLogsDir, legacyDir: opts.LegacyLogsDir, ready: opts.Ready, died: make(chan runtime.Event, deletorBuffer),
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: opts.NodeName, UID: types.UID(opts.NodeName)},
 	}
 	if c.clock == nil {
@@ -127,9 +129,11 @@ func New(opts Options) (*Collector, error) {
 	return c, nil
 }
 
-// Start collects at once and then every GCPeriod until ctx ends; it never fails (a failed pass is logged
+// Start collects at once and then every GCPeriod until ctx ends, and runs the pod container deletor
+// (ContainerDied) beside; it never fails (a failed pass is logged
 // and recorded as an event). It is a controller-runtime Runnable; the logger comes from ctx.
 func (c *Collector) Start(ctx context.Context) error {
+	go c.runDeletor(ctx)
 	failed := false
 	return periodic.Run(ctx, c.clock, c.ready, GCPeriod, func(ctx context.Context) { failed = c.pass(ctx, failed) })
 }

@@ -92,6 +92,9 @@ type PLEGOptions struct {
 	// EventBuffer is the capacity of the event channels (default 1000). Events that do not fit are dropped
 	// and counted, never waited for.
 	EventBuffer int
+	// OnContainerDied, when set, is told of every ContainerDied event (the kubelet's pod container
+	// deletor); it must not block.
+	OnContainerDied func(Event)
 }
 
 func (o PLEGOptions) withDefaults() PLEGOptions {
@@ -326,6 +329,9 @@ func (p *PLEG) emitAll(ctx context.Context, events []Event) {
 	for _, ev := range events {
 		log.V(1).Info("PLEG event", "pod", ev.Pod.String(), "podUID", ev.Pod.UID, "event", ev.Type,
 			"containerID", ev.ContainerID)
+		if ev.Type == ContainerDied && p.opts.OnContainerDied != nil {
+			p.opts.OnContainerDied(ev)
+		}
 		select {
 		case p.events <- ev:
 		default:
