@@ -132,7 +132,11 @@ kernelMemcgNotification: true
 		}, 30*time.Second).Should(Succeed())
 
 		By("reporting MemoryPressure and rejecting a BestEffort pod at admission")
-		Expect(nodeCondition(getNode(Default), corev1.NodeMemoryPressure).Status).To(Equal(corev1.ConditionTrue))
+		// The Node's status is written every nodeStatusUpdateFrequency (10 s); the transition period (60 s)
+		// holds the condition meanwhile.
+		Eventually(func(g Gomega) {
+			g.Expect(nodeCondition(getNode(g), corev1.NodeMemoryPressure).Status).To(Equal(corev1.ConditionTrue))
+		}, 20*time.Second).Should(Succeed())
 		create(shPod(ns, "besteffort", "sleep 3600"))
 		Eventually(func(g Gomega) {
 			p := getPod(g, ns, "besteffort")
