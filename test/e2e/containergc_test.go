@@ -48,6 +48,8 @@ var _ = Describe("Container garbage collection on the real node", func() {
 			g.Expect(dead).To(BeNumerically("<=", 1))
 		}, 70*time.Second, time.Second).Should(Succeed())
 		Expect(containerLogPath(p, "main", 0)).NotTo(BeAnExistingFile(), "the first attempt's log goes with its container")
+		report("container GC: %d attempts of a crash-looping container so far, %d kept on the node (the newest and the dead one before it), the rest removed with their logs",
+			restarts+1, len(runtimeContainers(p.UID)))
 
 		By("the restart count did not go down and the previous attempt's log is still served")
 		Eventually(func(g Gomega) {

@@ -102,6 +102,10 @@ var _ = Describe("Image garbage collection on the real node", Ordered, func() {
 		}, 60*time.Second, time.Second).Should(Succeed())
 		report("image GC: unused image removed %.1fs after the restart began", time.Since(restarted).Seconds())
 
+		after, err := cri.ListImages(ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		report("image GC: %d images before the pass, %d after (unused %s removed; the running pod's image and %d pinned kept)",
+			len(images), len(after), victim, len(pinned))
 		By("keeping the image of the running pod, and the pinned images")
 		for _, id := range append([]string{keptImage}, pinned...) {
 			img, err := cri.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: id})
