@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -41,7 +42,7 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 	if a.opts.Simulation != nil {
 		return nil
 	}
-	cg, err := podCgroups(a.cfg)
+	cg, err := podCgroups(a.cfg, a.opts.Metrics)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 // (without cgroupsPerQOS the kubelet makes no pod cgroups either; the systemd driver gets a start-up notice).
 // The kubepods cgroup gets the node's capacity, or its allocatable with enforceNodeAllocatable "pods",
 // at once (the kubelet's enforceNodeAllocatableCgroups at start).
-func podCgroups(cfg *config.Config) (*podcgroups.Manager, error) {
+func podCgroups(cfg *config.Config, reg prometheus.Registerer) (*podcgroups.Manager, error) {
 	kc := &cfg.Kubelet
 	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS || kc.CgroupDriver == "systemd" {
 		return nil, nil
@@ -71,6 +72,9 @@ func podCgroups(cfg *config.Config) (*podcgroups.Manager, error) {
 	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, "kubepods"), derefInt64(kc.PodPidsLimit, -1), true)
 	if err != nil {
 		return nil, fmt.Errorf("pod cgroups: %w", err)
+	}
+	if err := m.RegisterMetrics(reg); err != nil {
+		return nil, err
 	}
 	values, err := kubepodsValues(cfg)
 	if err != nil {

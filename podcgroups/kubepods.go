@@ -3,6 +3,7 @@ package podcgroups
 import (
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/nodelet/nodelet/podrules"
 )
@@ -30,6 +31,7 @@ func KubepodsValues(capacityMilliCPU, capacityMemory, capacityPids int64, enforc
 // EnsureKubepods makes the kubepods cgroup with the given values, as the kubelet does at start: cpu shares
 // so that pods together weigh what the node's cpus do, the memory limit, and the pids limit.
 func (m *Manager) EnsureKubepods(k Kubepods) error {
+	defer m.observe(opUpdate, time.Now())
 	shares := podrules.MilliCPUToShares(k.MilliCPU)
 	values := []cgroupValue{{cpuController, "cpu.shares", strconv.FormatInt(shares, 10)}}
 	memFile, pidsFile := "memory.limit_in_bytes", pidsMax

@@ -4,6 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 func TestKubepodsValues(t *testing.T) {
@@ -54,4 +59,27 @@ func TestEnsureKubepods(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestCgroupManagerDurationMetric(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, filepath.Join(root, "cpu"), filepath.Join(root, "memory"), filepath.Join(root, "pids"))
+	m := &Manager{Root: root, Kubepods: "/kubepods", PidsLimit: 10, Resources: true}
+	fakeCgroupfs(m)
+	reg := prometheus.NewRegistry()
+	if err := m.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsureKubepods(Kubepods{MilliCPU: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ensure("/kubepods/burstable/poduid1", podrules.PodCgroup{CPUShares: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Remove("uid1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kubelet_cgroup_manager_duration_seconds"); err != nil || n != 3 {
+		t.Errorf("series: %d, %v (want create, update, destroy)", n, err)
+	}
 }

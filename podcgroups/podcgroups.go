@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -48,6 +50,9 @@ type Manager struct {
 	// Without it and without PidsLimit, pod cgroups are left to the runtime.
 	Resources bool
 
+	// duration is kubelet_cgroup_manager_duration_seconds (nil: not observed; see RegisterMetrics).
+	duration *prometheus.HistogramVec
+
 	// mkdir and rmdir make and remove one cgroup (os.Mkdir, unix.Rmdir; tests fake cgroupfs with them).
 	mkdir, rmdir func(dir string) error
 }
@@ -79,6 +84,7 @@ func (m *Manager) Ensure(parent string, res podrules.PodCgroup) error {
 	if m.PidsLimit <= 0 && !m.Resources {
 		return nil
 	}
+	defer m.observe(opCreate, time.Now())
 	if !m.underKubepods(parent) {
 		return fmt.Errorf("pod cgroup %q is not under %s", parent, m.Kubepods)
 	}
@@ -114,6 +120,7 @@ func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 	if !m.Resources {
 		return nil
 	}
+	defer m.observe(opUpdate, time.Now())
 	for qos, shares := range map[string]int64{
 		"besteffort": podrules.MinShares,
 		"burstable":  podrules.MilliCPUToShares(burstableMilliCPU),
@@ -244,6 +251,7 @@ func (m *Manager) Remove(uid types.UID) error {
 	if !validUID(string(uid)) {
 		return fmt.Errorf("invalid pod UID %q", uid)
 	}
+	defer m.observe(opDestroy, time.Now())
 	var errs []error
 	for _, h := range m.hierarchies() {
 		for _, q := range qosDirs {
