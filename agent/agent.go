@@ -121,6 +121,8 @@ type Agent struct {
 	// containerDeletor is the container garbage collector, told of container deaths by the PLEG (which is
 	// made before it).
 	containerDeletor atomic.Pointer[containergc.Collector]
+	// podCgroups is the pod cgroup manager (nil when the runtime makes pod cgroups).
+	podCgroups *podcgroups.Manager
 }
 
 // New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the

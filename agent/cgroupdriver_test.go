@@ -49,3 +49,21 @@ func TestCgroupDriverFromRuntime(t *testing.T) {
 		}
 	}
 }
+
+type fsInfo string
+
+func (f fsInfo) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{
+		{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: string(f)}}}}, nil
+}
+
+// The image filesystem is dedicated when it is another device than the root dir's.
+func TestDiskInfo(t *testing.T) {
+	dir := t.TempDir()
+	if d, err := (diskInfo{rootDir: dir, cri: fsInfo(dir)}).HasDedicatedImageFs(context.Background()); err != nil || d {
+		t.Errorf("same directory: dedicated %v, %v", d, err)
+	}
+	if d, err := (diskInfo{rootDir: dir, cri: fsInfo("/proc")}).HasDedicatedImageFs(context.Background()); err != nil || !d {
+		t.Errorf("/proc: dedicated %v, %v", d, err)
+	}
+}

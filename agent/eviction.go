@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodelet/nodelet/containergc"
@@ -56,7 +59,8 @@ func (a *Agent) evictionManager(rec record.EventRecorder, srv *server.Server, po
 			a.log.Info("kernelMemcgNotification needs cgroup v1 memory threshold notifications: memory pressure is noticed every 10 s")
 		}
 	}
-	deps := eviction.Deps{Stats: srv, Pods: pods, ContainerGC: containers, Clock: a.clock(), Metrics: a.opts.Metrics}
+	deps := eviction.Deps{Stats: srv, Pods: pods, ContainerGC: containers, Clock: a.clock(), Metrics: a.opts.Metrics,
+		DiskInfo: diskInfo{rootDir: a.cfg.RootDir, cri: a.cri}}
 	if images.Enabled() {
 		deps.ImageGC = images
 	}
@@ -71,4 +75,35 @@ func (a *Agent) evictionManager(rec record.EventRecorder, srv *server.Server, po
 	a.evictionAdmit.m.Store(m)
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return m.Start(ctx) }))
 	return nil
+}
+
+// imageFsInfo is the runtime call the dedicated image filesystem check makes.
+type imageFsInfo interface {
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
+// diskInfo tells whether the runtime's image filesystem is another device than nodefs (the root dir's),
+// as the kubelet compares them.
+type diskInfo struct {
+	rootDir string
+	cri     imageFsInfo
+}
+
+func (d diskInfo) HasDedicatedImageFs(ctx context.Context) (bool, error) {
+	resp, err := d.cri.ImageFsInfo(ctx)
+	if err != nil {
+		return false, err
+	}
+	fss := resp.GetImageFilesystems()
+	if len(fss) == 0 || fss[0].GetFsId().GetMountpoint() == "" {
+		return false, nil
+	}
+	var node, image unix.Stat_t
+	if err := unix.Stat(d.rootDir, &node); err != nil {
+		return false, fmt.Errorf("stat %s: %w", d.rootDir, err)
+	}
+	if err := unix.Stat(fss[0].GetFsId().GetMountpoint(), &image); err != nil {
+		return false, fmt.Errorf("stat image filesystem: %w", err)
+	}
+	return node.Dev != image.Dev, nil
 }

@@ -48,6 +48,7 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 	}
 	if cg != nil {
 		deps.PodCgroups = cg
+		a.podCgroups = cg
 	}
 	records, err := a.pullRecords(connector)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -61,6 +62,10 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	if kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS {
 		kubepods = path.Join("/", kc.CgroupRoot, "kubepods")
 	}
+	var processes func(types.UID) (uint64, bool)
+	if a.podCgroups != nil {
+		processes = a.podCgroups.Processes
+	}
 	return server.New(server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
 		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
@@ -70,7 +75,7 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m, kubepods) },
 		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
-		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving,
+		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving, PodProcesses: processes,
 	})
 }
 

@@ -413,3 +413,22 @@ func TestThresholds(t *testing.T) {
 		}
 	}
 }
+
+type dedicated bool
+
+func (d dedicated) HasDedicatedImageFs(context.Context) (bool, error) { return bool(d), nil }
+
+// With a dedicated image filesystem, nodefs pressure has nothing to reclaim at node level (the kubelet's
+// table): pods are evicted at once, ranked by logs and local volumes.
+func TestNodefsPressureWithADedicatedImageFs(t *testing.T) {
+	m, node, _, _ := newTestManager(t, &kubeletconfigv1beta1.KubeletConfiguration{
+		EvictionHard: map[string]string{"nodefs.available": "10%"}})
+	m.deps.DiskInfo = dedicated(true)
+	node.set(func(n *fakeNode) { n.pods, n.fsAvail, n.reclaimed = []*corev1.Pod{pod("p", 0, "")}, 5*gi, 10*gi })
+	if got := step(t, m, node, 10*time.Second); got == nil {
+		t.Fatal("nothing evicted")
+	}
+	if len(node.reclaims) != 0 {
+		t.Errorf("node-level reclaim %v for nodefs with a dedicated image filesystem", node.reclaims)
+	}
+}

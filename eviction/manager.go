@@ -58,6 +58,11 @@ type ContainerGC interface {
 	DeleteAllUnusedContainers(ctx context.Context) error
 }
 
+// DiskInfo tells whether the runtime's image filesystem is another filesystem than nodefs.
+type DiskInfo interface {
+	HasDedicatedImageFs(ctx context.Context) (bool, error)
+}
+
 // EventRecorder records events (client-go's record.EventRecorder).
 type EventRecorder interface {
 	Eventf(object apiruntime.Object, eventtype, reason, messageFmt string, args ...any)
@@ -81,15 +86,17 @@ type Options struct {
 }
 
 // Deps are the Manager's collaborators. Stats, Pods and Clock are required; ImageGC and ContainerGC
-// reclaim disk before pods are evicted for it when set; Recorder and Metrics are optional.
+// reclaim disk before pods are evicted for it when set; DiskInfo, Recorder and Metrics are optional.
 type Deps struct {
 	Stats       SummaryProvider
 	Pods        Pods
 	ImageGC     ImageGC
 	ContainerGC ContainerGC
-	Recorder    EventRecorder
-	Clock       clock.WithTicker
-	Metrics     prometheus.Registerer
+	// DiskInfo, when set, says whether the image filesystem is dedicated (default: it is nodefs).
+	DiskInfo DiskInfo
+	Recorder EventRecorder
+	Clock    clock.WithTicker
+	Metrics  prometheus.Registerer
 }
 
 // Manager is the kubelet's eviction manager.
@@ -105,6 +112,9 @@ type Manager struct {
 	lastObservedAt  map[corev1.NodeConditionType]time.Time
 	thresholdsMet   []Threshold
 	lastObs         observations
+
+	// dedicated caches DiskInfo's answer (the control loop's alone).
+	dedicated *bool
 
 	notifier         *memcgNotifier
 	notifierUpdated  time.Time

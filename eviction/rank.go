@@ -113,10 +113,12 @@ func rankPIDs(pods []*corev1.Pod, stats podStats) {
 	})
 }
 
-// diskUsage is a pod's use of its containers' writable layers and logs and its local volumes, in bytes or,
-// for inodes, in inodes (nodefs and imagefs share the node's filesystem here, as the kubelet's ranking
-// without a dedicated image filesystem measures them all).
-func diskUsage(inodes bool) func(*corev1.Pod, statsapi.PodStats) int64 {
+// fsParts says which of a pod's disk use counts against a filesystem signal.
+type fsParts struct{ rootfs, logs, volumes bool }
+
+// diskUsage is a pod's use of the parts in bytes or, for inodes, in inodes: its containers' writable layers
+// and logs, its local volumes.
+func diskUsage(inodes bool, parts fsParts) func(*corev1.Pod, statsapi.PodStats) int64 {
 	pick := func(fs *statsapi.FsStats) int64 {
 		switch {
 		case fs == nil:
@@ -131,7 +133,15 @@ func diskUsage(inodes bool) func(*corev1.Pod, statsapi.PodStats) int64 {
 	return func(pod *corev1.Pod, s statsapi.PodStats) int64 {
 		var sum int64
 		for _, c := range s.Containers {
-			sum += pick(c.Rootfs) + pick(c.Logs)
+			if parts.rootfs {
+				sum += pick(c.Rootfs)
+			}
+			if parts.logs {
+				sum += pick(c.Logs)
+			}
+		}
+		if !parts.volumes {
+			return sum
 		}
 		local := map[string]bool{}
 		for _, v := range pod.Spec.Volumes {
@@ -149,26 +159,52 @@ func diskUsage(inodes bool) func(*corev1.Pod, statsapi.PodStats) int64 {
 }
 
 // rankDisk: usage above requests first, then lower priority, then more usage above requests.
-func rankDisk(inodes bool) rankFunc {
+func rankDisk(inodes bool, parts fsParts) rankFunc {
 	name := corev1.ResourceEphemeralStorage
 	if inodes {
 		name = resourceInodes
 	}
 	return func(pods []*corev1.Pod, stats podStats) {
-		exceeds, above := usageCompare(stats, diskUsage(inodes), name)
+		exceeds, above := usageCompare(stats, diskUsage(inodes, parts), name)
 		orderedBy(pods, exceeds, byPriority, above)
 	}
 }
 
-// rankFuncs are the ranking of each signal.
-var rankFuncs = map[string]rankFunc{
-	config.SignalMemoryAvailable:            rankMemory,
-	config.SignalAllocatableMemoryAvailable: rankMemory,
-	config.SignalPIDAvailable:               rankPIDs,
-	config.SignalNodeFsAvailable:            rankDisk(false),
-	config.SignalImageFsAvailable:           rankDisk(false),
-	config.SignalContainerFsAvailable:       rankDisk(false),
-	config.SignalNodeFsInodesFree:           rankDisk(true),
-	config.SignalImageFsInodesFree:          rankDisk(true),
-	config.SignalContainerFsInodesFree:      rankDisk(true),
+// rankFor is the ranking of a signal (the kubelet's buildSignalToRankFunc, without a split container
+// filesystem): with a dedicated image filesystem, nodefs signals rank by logs and local volumes and imagefs
+// ones by writable layers; without one, every disk signal ranks by all of them.
+func rankFor(signal string, dedicatedImageFs bool) rankFunc {
+	all := fsParts{rootfs: true, logs: true, volumes: true}
+	nodefs, imagefs := all, all
+	if dedicatedImageFs {
+		nodefs, imagefs = fsParts{logs: true, volumes: true}, fsParts{rootfs: true}
+	}
+	switch signal {
+	case config.SignalMemoryAvailable, config.SignalAllocatableMemoryAvailable:
+		return rankMemory
+	case config.SignalPIDAvailable:
+		return rankPIDs
+	case config.SignalNodeFsAvailable:
+		return rankDisk(false, nodefs)
+	case config.SignalNodeFsInodesFree:
+		return rankDisk(true, nodefs)
+	case config.SignalImageFsAvailable, config.SignalContainerFsAvailable:
+		return rankDisk(false, imagefs)
+	case config.SignalImageFsInodesFree, config.SignalContainerFsInodesFree:
+		return rankDisk(true, imagefs)
+	}
+	return nil
+}
+
+// reclaimsFor says which node-level reclaim a disk signal gets (the kubelet's buildSignalToNodeReclaimFuncs
+// without a split container filesystem): none for nodefs with a dedicated image filesystem (only logs,
+// which the kubelet does not reclaim either), dead containers then unused images otherwise.
+func reclaimsFor(signal string, dedicatedImageFs bool) bool {
+	switch signal {
+	case config.SignalNodeFsAvailable, config.SignalNodeFsInodesFree:
+		return !dedicatedImageFs
+	case config.SignalImageFsAvailable, config.SignalImageFsInodesFree, config.SignalContainerFsAvailable, config.SignalContainerFsInodesFree:
+		return true
+	}
+	return false
 }

@@ -68,7 +68,12 @@ func (m *Manager) synchronize(ctx context.Context) (*corev1.Pod, error) {
 		log.Error(nil, "Eviction manager: eviction thresholds have been met, but no pods are active to evict")
 		return nil, nil
 	}
-	rankFuncs[t.Signal](pods, stats)
+	rank := rankFor(t.Signal, m.dedicatedImageFs(ctx))
+	if rank == nil {
+		log.Error(nil, "Eviction manager: no ranking function for signal", "threshold", t.Signal)
+		return nil, nil
+	}
+	rank(pods, stats)
 	log.Info("Eviction manager: pods ranked for eviction", "pods", podNames(pods))
 	for _, a := range acting {
 		if o := obs[a.Signal]; !o.time.IsZero() {
@@ -116,7 +121,7 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, grace int64, msg s
 // signal reclaims both (the kubelet's rule without a dedicated image filesystem).
 func (m *Manager) reclaimNodeLevel(ctx context.Context, signal string) bool {
 	log := logr.FromContextOrDiscard(ctx)
-	if res := signalResource[signal]; res != corev1.ResourceEphemeralStorage && res != resourceInodes {
+	if !reclaimsFor(signal, m.dedicatedImageFs(ctx)) {
 		return false
 	}
 	var funcs []func(context.Context) error
@@ -141,6 +146,24 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, signal string) bool {
 	}
 	obs, _ := observe(sum)
 	return len(met(m.opts.Thresholds, obs, true)) == 0
+}
+
+// dedicatedImageFs asks once, as the kubelet, whether the runtime's image filesystem is another than nodefs
+// (false without a DiskInfo, or while it cannot tell: asked again next time).
+func (m *Manager) dedicatedImageFs(ctx context.Context) bool {
+	if m.dedicated != nil {
+		return *m.dedicated
+	}
+	if m.deps.DiskInfo == nil {
+		return false
+	}
+	d, err := m.deps.DiskInfo.HasDedicatedImageFs(ctx)
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Eviction manager: failed to get HasDedicatedImageFs")
+		return false
+	}
+	m.dedicated = &d
+	return d
 }
 
 func (m *Manager) nodeRef() *corev1.ObjectReference {

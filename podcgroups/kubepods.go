@@ -1,9 +1,14 @@
 package podcgroups
 
 import (
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/podrules"
 )
@@ -46,4 +51,26 @@ func (m *Manager) EnsureKubepods(k Kubepods) error {
 		values = append(values, cgroupValue{pidsController, pidsFile, strconv.FormatInt(k.Pids, 10)})
 	}
 	return m.write(path.Join("/", m.Kubepods), values)
+}
+
+// Processes is the number of processes and threads in the pod cgroup of uid (pids.current), as cAdvisor
+// reports a pod's process count to the kubelet; false when the pod has no pids cgroup.
+func (m *Manager) Processes(uid types.UID) (uint64, bool) {
+	if !validUID(string(uid)) {
+		return 0, false
+	}
+	root := filepath.Join(m.Root, pidsController)
+	if m.Unified {
+		root = m.Root
+	}
+	for _, q := range qosDirs {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m.Kubepods), q, podPrefix+string(uid), "pids.current"))
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
 }

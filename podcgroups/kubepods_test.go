@@ -83,3 +83,21 @@ func TestCgroupManagerDurationMetric(t *testing.T) {
 		t.Errorf("series: %d, %v (want create, update, destroy)", n, err)
 	}
 }
+
+func TestProcesses(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, filepath.Join(root, "pids/kubepods/burstable/poduid1"))
+	if err := os.WriteFile(filepath.Join(root, "pids/kubepods/burstable/poduid1/pids.current"), []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{Root: root, Kubepods: "/kubepods"}
+	if n, ok := m.Processes("uid1"); !ok || n != 7 {
+		t.Errorf("Processes(uid1) = %d, %v", n, ok)
+	}
+	if _, ok := m.Processes("uid2"); ok {
+		t.Error("a pod without a pids cgroup has a count")
+	}
+	if _, ok := m.Processes("../x"); ok {
+		t.Error("an invalid UID was read")
+	}
+}

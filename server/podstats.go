@@ -108,6 +108,11 @@ func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemor
 			ps.Network = networkStats(linux.GetNetwork())
 		}
 	}
+	if s.opts.PodProcesses != nil {
+		if n, ok := s.opts.PodProcesses(types.UID(md.GetUid())); ok {
+			ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: &n}
+		}
+	}
 	s.cpu.fill("pod/"+md.GetUid(), ps.CPU)
 	if !cpuAndMemoryOnly {
 		ps.EphemeralStorage = sumFs(ps.Containers)

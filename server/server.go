@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -84,6 +86,8 @@ type Options struct {
 
 	Clock     clock.WithTicker
 	NodeStats func(ctx context.Context) (NodeStats, error) // node figures for /stats/summary; nil: none
+	// PodProcesses counts a pod's processes for its process_stats (the pod's pids cgroup); nil: none.
+	PodProcesses func(uid types.UID) (uint64, bool)
 
 	// DisableServer is enableServer: false: no node API on Port at all (container logs are still
 	// rotated, and the read-only port is served if set), as the kubelet.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,7 @@ func newStatsEnv(t *testing.T) (*env, *int) {
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "nodelet_test_total", Help: "test"}))
 	e := newEnv(t, func(o *Options) {
 		o.Metrics = reg
+		o.PodProcesses = func(uid types.UID) (uint64, bool) { return 3, uid == "u1" }
 		o.NodeStats = func(context.Context) (NodeStats, error) {
 			*calls++
 			at := metav1.NewTime(t0.Add(time.Duration(*calls) * time.Second))
@@ -96,6 +99,9 @@ func TestStatsSummary(t *testing.T) {
 	}
 	if *p.CPU.UsageCoreNanoSeconds != 3e9 || *p.Memory.WorkingSetBytes != 1500 {
 		t.Errorf("pod cpu %d memory %d, want the containers' sums 3e9 and 1500", *p.CPU.UsageCoreNanoSeconds, *p.Memory.WorkingSetBytes)
+	}
+	if p.ProcessStats == nil || *p.ProcessStats.ProcessCount != 3 {
+		t.Errorf("pod process stats %+v, want the pod cgroup's 3", p.ProcessStats)
 	}
 	if *p.EphemeralStorage.UsedBytes != 4096+100 {
 		t.Errorf("pod ephemeral storage %d, want writable layers plus logs (4196)", *p.EphemeralStorage.UsedBytes)
