@@ -119,17 +119,7 @@ type fsParts struct{ rootfs, logs, volumes bool }
 // diskUsage is a pod's use of the parts in bytes or, for inodes, in inodes: its containers' writable layers
 // and logs, its local volumes.
 func diskUsage(inodes bool, parts fsParts) func(*corev1.Pod, statsapi.PodStats) int64 {
-	pick := func(fs *statsapi.FsStats) int64 {
-		switch {
-		case fs == nil:
-			return 0
-		case inodes && fs.InodesUsed != nil:
-			return int64(*fs.InodesUsed)
-		case !inodes && fs.UsedBytes != nil:
-			return int64(*fs.UsedBytes)
-		}
-		return 0
-	}
+	pick := func(fs *statsapi.FsStats) int64 { return fsUsed(fs, inodes) }
 	return func(pod *corev1.Pod, s statsapi.PodStats) int64 {
 		var sum int64
 		for _, c := range s.Containers {
@@ -156,6 +146,19 @@ func diskUsage(inodes bool, parts fsParts) func(*corev1.Pod, statsapi.PodStats) 
 		}
 		return sum
 	}
+}
+
+// fsUsed is a filesystem's bytes used or, for inodes, inodes used (0 when unknown).
+func fsUsed(fs *statsapi.FsStats, inodes bool) int64 {
+	switch {
+	case fs == nil:
+		return 0
+	case inodes && fs.InodesUsed != nil:
+		return int64(*fs.InodesUsed)
+	case !inodes && fs.UsedBytes != nil:
+		return int64(*fs.UsedBytes)
+	}
+	return 0
 }
 
 // rankDisk: usage above requests first, then lower priority, then more usage above requests.

@@ -81,21 +81,27 @@ func (m *Manager) synchronize(ctx context.Context) (*corev1.Pod, error) {
 		}
 	}
 	for _, pod := range pods {
-		grace := int64(hardEvictionGracePeriod)
-		if !t.Hard {
-			grace = m.opts.MaxPodGracePeriodSeconds
-			if tg := pod.Spec.TerminationGracePeriodSeconds; tg != nil && *tg < grace {
-				grace = *tg
-			}
-		}
 		msg, ann := message(res, pod, stats, acting, obs)
-		if m.evict(ctx, pod, grace, msg, ann) {
+		if m.evict(ctx, pod, m.evictionGrace(t, pod), msg, ann) {
 			m.metrics.evictions.WithLabelValues(t.Signal).Inc()
 			return pod, nil
 		}
 	}
 	log.Info("Eviction manager: unable to evict any pods from the node")
 	return nil, nil
+}
+
+// evictionGrace is the grace period of a pod evicted for t: 1 s for a hard threshold, else the smaller of
+// evictionMaxPodGracePeriod and the pod's own.
+func (m *Manager) evictionGrace(t Threshold, pod *corev1.Pod) int64 {
+	if t.Hard {
+		return hardEvictionGracePeriod
+	}
+	grace := m.opts.MaxPodGracePeriodSeconds
+	if tg := pod.Spec.TerminationGracePeriodSeconds; tg != nil && *tg < grace {
+		grace = *tg
+	}
+	return grace
 }
 
 // evict kills one pod with the eviction's status, unless it is critical.
