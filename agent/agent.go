@@ -34,6 +34,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/staticpods"
+	"github.com/nodelet/nodelet/volumes"
 )
 
 // Options are what New needs beyond the configuration. Only Config is required.
@@ -123,6 +124,8 @@ type Agent struct {
 	containerDeletor atomic.Pointer[containergc.Collector]
 	// podCgroups is the pod cgroup manager (nil when the runtime makes pod cgroups).
 	podCgroups *podcgroups.Manager
+	// volumeMgr sets up the pods' volumes (nil on a simulated node).
+	volumeMgr *volumes.Manager
 }
 
 // New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the

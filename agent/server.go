@@ -66,6 +66,10 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	if a.podCgroups != nil {
 		processes = a.podCgroups.Processes
 	}
+	var volumeStats func(types.UID) []statsapi.VolumeStats
+	if a.volumeMgr != nil {
+		volumeStats = a.volumeMgr.Stats
+	}
 	return server.New(server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
 		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
@@ -76,6 +80,7 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
 		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving, PodProcesses: processes,
+		PodVolumeStats: volumeStats,
 	})
 }
 

@@ -145,7 +145,8 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, ple
 		// Simulated: probes answered by the simulation, volumes not set up (containers get no mounts).
 		prober = &probes.Manager{Clock: a.clock(), Recorder: rec, Simulate: sim.probe()}
 	} else {
-		deps.Volumes = a.volumes(deps.Node)
+		a.volumeMgr = a.volumes(deps.Node)
+		deps.Volumes = a.volumeMgr
 	}
 	deps.Probes = prober
 	if err := a.hardening(&deps, connector); err != nil {

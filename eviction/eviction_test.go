@@ -432,3 +432,28 @@ func TestNodefsPressureWithADedicatedImageFs(t *testing.T) {
 		t.Errorf("node-level reclaim %v for nodefs with a dedicated image filesystem", node.reclaims)
 	}
 }
+
+// Disk ranking counts writable layers, logs and local volumes (an emptyDir on disk, not one in memory).
+func TestRankDiskCountsLocalVolumes(t *testing.T) {
+	withDir := func(name string, medium corev1.StorageMedium) *corev1.Pod {
+		p := pod(name, 0, "")
+		p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: medium}}}}
+		return p
+	}
+	disk, mem, plain := withDir("disk", ""), withDir("mem", corev1.StorageMediumMemory), pod("plain", 0, "")
+	stats := func(uid types.UID) (statsapi.PodStats, bool) {
+		big, small := u64(5*gi), u64(mi)
+		s := statsapi.PodStats{Containers: []statsapi.ContainerStats{{Name: "c", Rootfs: &statsapi.FsStats{UsedBytes: small}}},
+			VolumeStats: []statsapi.VolumeStats{{Name: "scratch", FsStats: statsapi.FsStats{UsedBytes: big}}}}
+		if uid == "plain" {
+			s.Containers[0].Rootfs.UsedBytes = u64(2 * gi)
+			s.VolumeStats = nil
+		}
+		return s, true
+	}
+	pods := []*corev1.Pod{mem, plain, disk}
+	rankFor("nodefs.available", false)(pods, stats)
+	if pods[0].Name != "disk" || pods[1].Name != "plain" || pods[2].Name != "mem" {
+		t.Errorf("rank %s %s %s, want disk plain mem", pods[0].Name, pods[1].Name, pods[2].Name)
+	}
+}

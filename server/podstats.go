@@ -116,6 +116,9 @@ func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemor
 	s.cpu.fill("pod/"+md.GetUid(), ps.CPU)
 	if !cpuAndMemoryOnly {
 		ps.EphemeralStorage = sumFs(ps.Containers)
+		if s.opts.PodVolumeStats != nil {
+			ps.VolumeStats = s.opts.PodVolumeStats(types.UID(md.GetUid()))
+		}
 	}
 	return ps
 }

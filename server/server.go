@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +90,8 @@ type Options struct {
 	NodeStats func(ctx context.Context) (NodeStats, error) // node figures for /stats/summary; nil: none
 	// PodProcesses counts a pod's processes for its process_stats (the pod's pids cgroup); nil: none.
 	PodProcesses func(uid types.UID) (uint64, bool)
+	// PodVolumeStats is the usage of a pod's volumes on the node's disk (the summary's volume stats); nil: none.
+	PodVolumeStats func(uid types.UID) []statsapi.VolumeStats
 
 	// DisableServer is enableServer: false: no node API on Port at all (container logs are still
 	// rotated, and the read-only port is served if set), as the kubelet.

@@ -30,6 +30,10 @@ func newStatsEnv(t *testing.T) (*env, *int) {
 	e := newEnv(t, func(o *Options) {
 		o.Metrics = reg
 		o.PodProcesses = func(uid types.UID) (uint64, bool) { return 3, uid == "u1" }
+		o.PodVolumeStats = func(types.UID) []statsapi.VolumeStats {
+			used := uint64(4096)
+			return []statsapi.VolumeStats{{Name: "scratch", FsStats: statsapi.FsStats{UsedBytes: &used}}}
+		}
 		o.NodeStats = func(context.Context) (NodeStats, error) {
 			*calls++
 			at := metav1.NewTime(t0.Add(time.Duration(*calls) * time.Second))
@@ -99,6 +103,9 @@ func TestStatsSummary(t *testing.T) {
 	}
 	if *p.CPU.UsageCoreNanoSeconds != 3e9 || *p.Memory.WorkingSetBytes != 1500 {
 		t.Errorf("pod cpu %d memory %d, want the containers' sums 3e9 and 1500", *p.CPU.UsageCoreNanoSeconds, *p.Memory.WorkingSetBytes)
+	}
+	if len(p.VolumeStats) != 1 || p.VolumeStats[0].Name != "scratch" {
+		t.Errorf("pod volume stats %+v", p.VolumeStats)
 	}
 	if p.ProcessStats == nil || *p.ProcessStats.ProcessCount != 3 {
 		t.Errorf("pod process stats %+v, want the pod cgroup's 3", p.ProcessStats)

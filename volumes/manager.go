@@ -74,6 +74,8 @@ type Manager struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podVolumes
+	// statsCache holds the pods' last measured volume usage (Stats).
+	statsCache volumeStatsCache
 }
 
 // podVolumes is what the manager remembers of one pod.
