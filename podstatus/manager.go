@@ -154,6 +154,14 @@ func initializedContainers(statuses []corev1.ContainerStatus) []corev1.Container
 func (b *builder) merge(s corev1.PodStatus, couldHaveRunningContainers bool) corev1.PodStatus {
 	old := b.old
 	conds := foreignConditions(b.api().Conditions)
+	// The DisruptionTarget condition this agent added is the API's from its write on; until the API copy
+	// shows that write (an informer cache behind it), the agent's own copy stands in, or the next write
+	// would take the condition out again.
+	if findCondition(conds, corev1.DisruptionTarget) == nil {
+		if c := findCondition(old.Conditions, corev1.DisruptionTarget); c != nil {
+			conds = append(conds, *c.DeepCopy())
+		}
+	}
 	transitioning := !isTerminal(old.Phase) && isTerminal(s.Phase)
 	for _, c := range s.Conditions {
 		switch {

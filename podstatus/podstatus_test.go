@@ -574,6 +574,14 @@ func TestComputeOverrides(t *testing.T) {
 		if s.Phase != corev1.PodFailed || s.Reason != "Evicted" {
 			t.Errorf("phase %s reason %q", s.Phase, s.Reason)
 		}
+		// The next status, computed on top of this one while the API copy does not show the write yet (an
+		// informer cache behind it), keeps the condition: the write would otherwise take it out again.
+		next := in
+		next.Pod = p.DeepCopy()
+		next.Pod.Status = s
+		next.API = &p.Status
+		s2 := Compute(next)
+		checkConditions(t, s2, []wantCondition{{t: corev1.DisruptionTarget, status: corev1.ConditionTrue, reason: "TerminationByKubelet", message: "The node was low on resource: memory."}})
 	})
 }
 
