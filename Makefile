@@ -42,6 +42,12 @@ unit: testbins ## Unit and envtest suites with -race (everything but test/e2e an
 e2e: build ## End-to-end suite on a real bed: etcd, kube-apiserver, scheduler, controller-manager, containerd, runc, CNI.
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh
 
+.PHONY: e2e-systemd
+e2e-systemd: build ## The systemd cgroup driver: its test against a real systemd, then the cgroup e2e specs on a bed whose containerd and agent use systemd (hack/systemd.sh runs one where PID 1 is not systemd).
+	go test -c -o bin/podcgroups.test ./podcgroups/
+	bash hack/systemd.sh run env NODELET_SYSTEMD_SOCKET=/run/systemd/private bin/podcgroups.test -test.run 'Systemd' -test.v
+	CGROUP_DRIVER=systemd NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh -ginkgo.focus='cgroup|pids'
+
 .PHONY: conformance
 conformance: ## Upstream e2e [NodeConformance] specs on a bed of their own (AGENT=kubelet: the real kubelet; FOCUS=, SKIP=, PROCS=).
 	bash hack/conformance.sh

@@ -18,6 +18,7 @@ import (
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podcgroups"
 	"github.com/nodelet/nodelet/podlifecycle"
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -60,17 +61,22 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 	return nil
 }
 
-// podCgroups makes pod cgroups with the kubelet's cpu and memory values and podPidsLimit, where nodelet can:
-// the cgroupfs driver with cgroupsPerQOS
-// (without cgroupsPerQOS the kubelet makes no pod cgroups either; the systemd driver gets a start-up notice).
+// podCgroups makes pod cgroups with the kubelet's cpu and memory values and podPidsLimit with cgroupsPerQOS
+// (without it the kubelet makes no pod cgroups either), as cgroupfs directories or, with the systemd driver,
+// as systemd slices (systemd reached over D-Bus as runc reaches it).
 // The kubepods cgroup gets the node's capacity, or its allocatable with enforceNodeAllocatable "pods",
 // at once (the kubelet's enforceNodeAllocatableCgroups at start).
 func podCgroups(cfg *config.Config, reg prometheus.Registerer) (*podcgroups.Manager, error) {
 	kc := &cfg.Kubelet
-	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS || kc.CgroupDriver == "systemd" {
+	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS {
 		return nil, nil
 	}
-	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, "kubepods"), derefInt64(kc.PodPidsLimit, -1), true)
+	var units podcgroups.Units
+	if kc.CgroupDriver == podrules.CgroupDriverSystemd {
+		units = &podcgroups.SystemdUnits{}
+	}
+	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, podrules.KubepodsCgroup),
+		derefInt64(kc.PodPidsLimit, -1), true, kc.CgroupDriver, units)
 	if err != nil {
 		return nil, fmt.Errorf("pod cgroups: %w", err)
 	}

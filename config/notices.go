@@ -150,24 +150,10 @@ func fieldNotices(kc *kubeletconfigv1beta1.KubeletConfiguration, docs []configDo
 		}
 		out = append(out, Notice{Msg: MsgFieldNoEffect, KeysAndValues: []any{"field", path, "value", compactJSON(got)}})
 	}
-	out = append(out, partialNotices(kc)...)
 	if len(kc.FeatureGates) > 0 {
 		out = append(out, Notice{Msg: MsgFeatureGates, KeysAndValues: []any{"featureGates", kc.FeatureGates}})
 	}
 	return out, nil
-}
-
-// partialNotices report implemented fields whose value takes effect only in part on nodelet.
-func partialNotices(kc *kubeletconfigv1beta1.KubeletConfiguration) []Notice {
-	var out []Notice
-	pidsLimited := kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0
-	perQOS := kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS
-	if pidsLimited && perQOS && kc.CgroupDriver == cgroupDriverSystemd {
-		out = append(out, Notice{Msg: MsgFieldNoEffect, KeysAndValues: []any{"field", "podPidsLimit",
-			"value", compactJSON(*kc.PodPidsLimit),
-			"reason", "nodelet limits the pod cgroup's pids with the cgroupfs driver only; the systemd driver's pod slices are not made yet"}})
-	}
-	return out
 }
 
 // setPaths lists, sorted, the fields the documents set: top-level names, and the sub-fields of partially

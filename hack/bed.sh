@@ -11,6 +11,9 @@
 # AGENT (nodelet, the default, or kubelet: the real kubelet as the node agent, same config file and flags),
 # CONTAINERD (1: Debian's containerd 1.6, the default; 2: containerd 2.x and runc built from the module proxy).
 # BED_SIGNING_DURATION (the controller-manager's --cluster-signing-duration, default 8760h; short for rotation tests).
+# CGROUP_DRIVER (cgroupfs, the default, or systemd: containerd's runc and the agent make cgroups through systemd;
+# on a host whose PID 1 is not systemd the whole bed runs inside hack/systemd.sh's systemd, which up starts and
+# down stops).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +26,7 @@ COMPONENTS=(registry etcd apiserver controller-manager scheduler containerd node
 BED_DIR=${BED_DIR:-/var/lib/nodelet-bed}
 NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
 AGENT=${AGENT:-nodelet}
+CGROUP_DRIVER=${CGROUP_DRIVER:-cgroupfs}
 CONTAINERD=${CONTAINERD:-1}
 NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
 PKI_DIR=$BED_DIR/pki
@@ -513,8 +517,31 @@ cmd_stop() {
   stop_component "$1"
 }
 
+# in_systemd CMD [ARG...]: the bed command run inside hack/systemd.sh's systemd (systemd takes D-Bus calls only
+# from its own PID namespace, and the bed's PIDs are that namespace's): up starts it first; down and clean stop
+# it after, and then clean up on the host what outlives it (network, mounts).
+in_systemd() {
+  local rc=0 cmd=$1
+  [ "$cmd" != up ] || bash "$here/systemd.sh" up
+  if bash "$here/systemd.sh" status >/dev/null 2>&1; then
+    bash "$here/systemd.sh" exec bash "$here/bed.sh" "$@" || rc=$?
+  elif [ "$cmd" != down ] && [ "$cmd" != clean ]; then
+    die "the bed's systemd is not up (CGROUP_DRIVER=systemd bed.sh up starts it)"
+  fi
+  if [ "$cmd" = down ] || [ "$cmd" = clean ]; then
+    bash "$here/systemd.sh" down
+    TOOLS_DIR=$(tools_dir)
+    "cmd_$cmd"
+  fi
+  return "$rc"
+}
+
 main() {
   local cmd=${1:-}
+  if [ "$CGROUP_DRIVER" = systemd ] && [ "$(cat /proc/1/comm)" != systemd ]; then
+    in_systemd "$@"
+    return
+  fi
   [ $# -gt 0 ] && shift
   TOOLS_DIR=$(tools_dir)
   case $cmd in

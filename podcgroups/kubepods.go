@@ -64,7 +64,8 @@ func (m *Manager) Processes(uid types.UID) (uint64, bool) {
 		root = m.Root
 	}
 	for _, q := range qosDirs {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m.Kubepods), q, podPrefix+string(uid), "pids.current"))
+		name := m.qosName(q).Child(podrules.PodCgroupChild(string(uid)))
+		b, err := os.ReadFile(filepath.Join(root, m.cgroupPath(name), "pids.current"))
 		if err != nil {
 			continue
 		}

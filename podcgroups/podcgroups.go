@@ -1,6 +1,7 @@
 package podcgroups
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,7 +29,6 @@ const (
 	memoryController = "memory"
 	pidsMax          = "pids.max"
 	subtreeControl   = "cgroup.subtree_control"
-	podPrefix        = "pod"
 	dirMode          = 0o755
 )
 
@@ -42,8 +42,14 @@ type Manager struct {
 	// Unified is true on cgroup v2 (one hierarchy at Root), false on v1 (a hierarchy per controller
 	// under Root: Root/pids, Root/memory, ...).
 	Unified bool
-	// Kubepods is the kubepods cgroup as a cgroupfs path (<cgroupRoot>/kubepods, e.g. "/kubepods").
+	// Kubepods is the kubepods cgroup's name written as a cgroupfs path (<cgroupRoot>/kubepods, e.g.
+	// "/kubepods"), whatever the driver.
 	Kubepods string
+	// Driver is the cgroup driver: podrules.CgroupDriverCgroupfs (or "") or podrules.CgroupDriverSystemd, which
+	// lays the cgroups out as slices (/kubepods.slice/kubepods-burstable.slice/...) made through Units.
+	Driver string
+	// Units is systemd, for the systemd driver.
+	Units Units
 	// PidsLimit is podPidsLimit; 0 or less sets no limit.
 	PidsLimit int64
 	// Resources: write the kubelet's cpu and memory values (podrules.PodCgroupResources) to pod cgroups.
@@ -57,13 +63,18 @@ type Manager struct {
 	mkdir, rmdir func(dir string) error
 }
 
-// New returns a manager for the host's cgroup filesystem at root, detecting v1 or v2.
-func New(root, kubepods string, pidsLimit int64, resources bool) (*Manager, error) {
+// New returns a manager for the host's cgroup filesystem at root, detecting v1 or v2. With the systemd
+// driver, units is the connection to systemd.
+func New(root, kubepods string, pidsLimit int64, resources bool, driver string, units Units) (*Manager, error) {
 	unified, err := IsUnified(root)
 	if err != nil {
 		return nil, err
 	}
-	return &Manager{Root: root, Unified: unified, Kubepods: kubepods, PidsLimit: pidsLimit, Resources: resources}, nil
+	if driver == podrules.CgroupDriverSystemd && units == nil {
+		return nil, errors.New("the systemd cgroup driver needs a connection to systemd")
+	}
+	return &Manager{Root: root, Unified: unified, Kubepods: kubepods, PidsLimit: pidsLimit, Resources: resources,
+		Driver: driver, Units: units}, nil
 }
 
 // IsUnified reports whether the cgroup filesystem at root is cgroup v2 (the unified hierarchy), as runc's
@@ -76,8 +87,8 @@ func IsUnified(root string) (bool, error) {
 	return st.Type == unix.CGROUP2_SUPER_MAGIC, nil
 }
 
-// Ensure makes the pod cgroup parent (a cgroupfs path from runtime.PodCgroupParent) as the kubelet's pod
-// container manager does before the sandbox runs: with Resources, cpu shares, the CFS quota and period and
+// Ensure makes the pod cgroup parent (its name written as a cgroupfs path, runtime.PodCgroupName's ToCgroupfs,
+// whatever the driver) as the kubelet's pod container manager does before the sandbox runs: with Resources, cpu shares, the CFS quota and period and
 // the memory limit of res; with PidsLimit, pids.max. On cgroup v2 the controllers are enabled down to the
 // pod cgroup, as runc would, and the values are the v2 ones (cpu.weight, cpu.max, memory.max).
 func (m *Manager) Ensure(parent string, res podrules.PodCgroup) error {
@@ -98,18 +109,33 @@ func (m *Manager) Ensure(parent string, res podrules.PodCgroup) error {
 	return m.write(parent, values)
 }
 
-// write makes the cgroup parent in each value's hierarchy and writes the values in order.
+// write makes the cgroup parent (a name, as a cgroupfs path) in each value's hierarchy and writes the values
+// in order. With the systemd driver, the slice unit is made first with the values as its properties.
 func (m *Manager) write(parent string, values []cgroupValue) error {
+	name := podrules.ParseCgroupfs(parent)
+	if m.systemd() {
+		if err := m.startSlice(context.Background(), name, values); err != nil {
+			return err
+		}
+	}
 	for _, v := range values {
-		dir, err := m.makeDir(parent, v.controller)
+		dir, err := m.makeDir(name, v.controller)
 		if err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(dir, v.file), []byte(v.value), 0o644); err != nil {
-			return fmt.Errorf("set %s of cgroup %s: %w", v.file, parent, err)
+			return fmt.Errorf("set %s of cgroup %s: %w", v.file, name.Path(m.Driver), err)
 		}
 	}
 	return nil
+}
+
+// systemd reports whether the driver is systemd.
+func (m *Manager) systemd() bool { return m.Driver == podrules.CgroupDriverSystemd }
+
+// cgroupPath is name's path in the driver's layout.
+func (m *Manager) cgroupPath(name podrules.CgroupName) string {
+	return filepath.FromSlash(name.Path(m.Driver))
 }
 
 // UpdateQoS writes the QoS cgroups' cpu values as the kubelet's QoS container manager does before each pod
@@ -121,21 +147,16 @@ func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 		return nil
 	}
 	defer m.observe(opUpdate, time.Now())
-	for qos, shares := range map[string]int64{
-		"besteffort": podrules.MinShares,
-		"burstable":  podrules.MilliCPUToShares(burstableMilliCPU),
-	} {
-		parent := path.Join("/", m.Kubepods, qos)
-		dir, err := m.makeDir(parent, cpuController)
-		if err != nil {
-			return err
-		}
-		file, value := "cpu.shares", strconv.FormatInt(shares, 10)
+	for _, qos := range []struct {
+		name   string
+		shares int64
+	}{{"burstable", podrules.MilliCPUToShares(burstableMilliCPU)}, {"besteffort", podrules.MinShares}} {
+		v := cgroupValue{cpuController, "cpu.shares", strconv.FormatInt(qos.shares, 10)}
 		if m.Unified {
-			file, value = "cpu.weight", strconv.FormatUint(sharesToWeight(shares), 10)
+			v = cgroupValue{cpuController, "cpu.weight", strconv.FormatUint(sharesToWeight(qos.shares), 10)}
 		}
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
-			return fmt.Errorf("set %s of QoS cgroup %s: %w", file, parent, err)
+		if err := m.write(path.Join("/", m.Kubepods, qos.name), []cgroupValue{v}); err != nil {
+			return fmt.Errorf("QoS cgroup %s: %w", qos.name, err)
 		}
 	}
 	return nil
@@ -187,16 +208,17 @@ func sharesToWeight(shares int64) uint64 {
 
 // makeDir creates the pod cgroup in controller's hierarchy (v1) or the unified one (v2, enabling the
 // controller in each ancestor's subtree_control) and returns its directory.
-func (m *Manager) makeDir(parent, controller string) (string, error) {
+func (m *Manager) makeDir(name podrules.CgroupName, controller string) (string, error) {
+	parent := m.cgroupPath(name)
 	if !m.Unified {
-		dir := filepath.Join(m.Root, controller, filepath.FromSlash(parent))
+		dir := filepath.Join(m.Root, controller, parent)
 		if err := os.MkdirAll(dir, dirMode); err != nil {
 			return "", fmt.Errorf("create pod cgroup %s: %w", parent, err)
 		}
 		return dir, nil
 	}
 	dir := m.Root
-	for _, part := range strings.Split(strings.Trim(parent, "/"), "/") {
+	for _, part := range strings.Split(strings.Trim(filepath.ToSlash(parent), "/"), "/") {
 		if err := enableController(dir, controller); err != nil {
 			return "", err
 		}
@@ -253,9 +275,16 @@ func (m *Manager) Remove(uid types.UID) error {
 	}
 	defer m.observe(opDestroy, time.Now())
 	var errs []error
-	for _, h := range m.hierarchies() {
-		for _, q := range qosDirs {
-			dir := filepath.Join(h, filepath.FromSlash(m.Kubepods), q, podPrefix+string(uid))
+	for _, q := range qosDirs {
+		name := m.qosName(q).Child(podrules.PodCgroupChild(string(uid)))
+		if m.systemd() {
+			if err := m.stopSlice(context.Background(), name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		for _, h := range m.hierarchies() {
+			dir := filepath.Join(h, m.cgroupPath(name))
 			if err := m.removeCgroup(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("remove pod cgroup %s: %w", dir, err))
 			}
@@ -270,9 +299,9 @@ func (m *Manager) List() []types.UID {
 	var out []types.UID
 	for _, h := range m.hierarchies() {
 		for _, q := range qosDirs {
-			entries, _ := os.ReadDir(filepath.Join(h, filepath.FromSlash(m.Kubepods), q))
+			entries, _ := os.ReadDir(filepath.Join(h, m.cgroupPath(m.qosName(q))))
 			for _, e := range entries {
-				uid, ok := strings.CutPrefix(e.Name(), podPrefix)
+				uid, ok := podrules.PodUIDFromCgroup(e.Name(), m.Driver)
 				if e.IsDir() && ok && validUID(uid) && !seen[types.UID(uid)] {
 					seen[types.UID(uid)] = true
 					out = append(out, types.UID(uid))
@@ -281,6 +310,15 @@ func (m *Manager) List() []types.UID {
 		}
 	}
 	return out
+}
+
+// qosName is the name of a QoS cgroup (qosDirs; "" is kubepods itself).
+func (m *Manager) qosName(qos string) podrules.CgroupName {
+	name := podrules.ParseCgroupfs(m.Kubepods)
+	if qos == "" {
+		return name
+	}
+	return name.Child(qos)
 }
 
 // hierarchies are the directories pod cgroups may be in: Root on v2; each mounted hierarchy on v1 (the

@@ -18,10 +18,11 @@ const reasonFailedCreatePodContainer = "FailedCreatePodContainer"
 // ensurePodCgroup makes the pod's cgroup (the sandbox's cgroup parent) with the kubelet's pod limits
 // before the sandbox runs. A failure is reported as the kubelet reports it, and the sandbox waits.
 func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig) bool {
-	parent := cfg.GetLinux().GetCgroupParent()
-	if parent == "" {
+	if cfg.GetLinux().GetCgroupParent() == "" {
 		return true
 	}
+	// The pod cgroup's name: the sandbox's cgroup parent is its path in the cgroup driver's layout.
+	parent := runtime.PodCgroupName(pod, r.sandboxOpts).ToCgroupfs()
 	// As the kubelet, the QoS cgroups are brought up to date first; a failure there is only logged.
 	if err := r.podCgroups.UpdateQoS(r.burstableMilliCPU()); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to update QoS cgroups while syncing pod")

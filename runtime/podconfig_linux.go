@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -21,60 +20,32 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 )
 
-// Names of the kubelet's cgroup hierarchy (pkg/kubelet/cm).
-const (
-	cgroupDriverSystemd = "systemd"
-	kubepodsCgroup      = "kubepods"
-	podCgroupPrefix     = "pod"
-	systemdSliceSuffix  = ".slice"
-)
-
-// PodCgroupParent is the pod's cgroup as the kubelet names it for the sandbox's cgroup_parent:
-// <root>/kubepods[/burstable|/besteffort]/pod<uid> with the cgroupfs driver, the expanded slice path
-// (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with '_' for '-'>.slice) with the
-// systemd driver; "" without cgroupsPerQOS, leaving the choice to the runtime.
-func PodCgroupParent(pod *corev1.Pod, opts SandboxOptions) string {
+// PodCgroupName is the pod's cgroup as the kubelet names it: <root>/kubepods[/burstable|/besteffort]/pod<uid>;
+// nil without cgroupsPerQOS, leaving the choice to the runtime.
+func PodCgroupName(pod *corev1.Pod, opts SandboxOptions) podrules.CgroupName {
 	if !opts.CgroupsPerQOS {
-		return ""
-	}
-	name := cgroupfsToName(opts.CgroupRoot)
-	name = append(name, kubepodsCgroup)
-	switch GetPodQOS(pod) {
-	case corev1.PodQOSBurstable:
-		name = append(name, strings.ToLower(string(corev1.PodQOSBurstable)))
-	case corev1.PodQOSBestEffort:
-		name = append(name, strings.ToLower(string(corev1.PodQOSBestEffort)))
-	}
-	name = append(name, podCgroupPrefix+string(pod.UID))
-	if opts.CgroupDriver == cgroupDriverSystemd {
-		return systemdCgroupPath(name)
-	}
-	return "/" + path.Join(name...)
-}
-
-// cgroupfsToName splits a cgroupfs path into its components ("/" has none).
-func cgroupfsToName(p string) []string {
-	p = strings.Trim(p, "/")
-	if p == "" {
 		return nil
 	}
-	return strings.Split(p, "/")
+	name := podrules.ParseCgroupfs(opts.CgroupRoot).Child(podrules.KubepodsCgroup)
+	switch GetPodQOS(pod) {
+	case corev1.PodQOSBurstable:
+		name = name.Child(strings.ToLower(string(corev1.PodQOSBurstable)))
+	case corev1.PodQOSBestEffort:
+		name = name.Child(strings.ToLower(string(corev1.PodQOSBestEffort)))
+	}
+	return name.Child(podrules.PodCgroupChild(string(pod.UID)))
 }
 
-// systemdCgroupPath turns components into the nested slices systemd makes of them: each component's
-// '-' becomes '_', the components are joined with '-' into a slice name, and the slice expands to its
-// parents' paths.
-func systemdCgroupPath(name []string) string {
-	if len(name) == 0 {
-		return "/"
+// PodCgroupParent is the pod's cgroup for the sandbox's cgroup_parent: PodCgroupName as a cgroupfs path with
+// the cgroupfs driver, the expanded slice path
+// (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with '_' for '-'>.slice) with the
+// systemd driver; "" without cgroupsPerQOS.
+func PodCgroupParent(pod *corev1.Pod, opts SandboxOptions) string {
+	name := PodCgroupName(pod, opts)
+	if name == nil {
+		return ""
 	}
-	var p, prefix string
-	for _, part := range name {
-		part = strings.ReplaceAll(part, "-", "_")
-		p += "/" + prefix + part + systemdSliceSuffix
-		prefix += part + "-"
-	}
-	return p
+	return name.Path(opts.CgroupDriver)
 }
 
 // linuxSandboxConfig is the sandbox's Linux config like the kubelet's generatePodSandboxLinuxConfig

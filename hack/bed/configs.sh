@@ -51,7 +51,7 @@ disabled_plugins = [
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
+        SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
     conf_dir = "$CNI_CONF_DIR"
@@ -98,7 +98,7 @@ disabled_plugins = [
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        SystemdCgroup = false
+        SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
         BinaryName = "$CONTAINERD2_BIN_DIR/runc"
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["$CNI_BIN_DIR"]
@@ -165,7 +165,7 @@ authentication:
     clientCAFile: $PKI_DIR/ca.crt
 authorization:
   mode: Webhook
-cgroupDriver: cgroupfs
+cgroupDriver: $CGROUP_DRIVER
 clusterDNS:
 - 10.96.0.10
 clusterDomain: cluster.local

@@ -17,12 +17,36 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 )
 
-// readPodCgroup reads a control file of the pod's cgroup in a cgroup v1 hierarchy (the bed's machine is on
-// cgroup v1 with the cgroupfs driver): kubepods/pod<uid> for Guaranteed pods, kubepods/<qos>/pod<uid> else.
-func readPodCgroup(g Gomega, hierarchy, qos string, p *corev1.Pod, file string) string {
-	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, "kubepods", qos, "pod"+string(p.UID), file))
+// cgroupDriver is the bed's cgroup driver, as hack/bed.sh takes it (CGROUP_DRIVER, cgroupfs by default).
+func cgroupDriver() string {
+	if d := os.Getenv("CGROUP_DRIVER"); d != "" {
+		return d
+	}
+	return podrules.CgroupDriverCgroupfs
+}
+
+// qosCgroup is the name of kubepods (qos "") or of one of its QoS cgroups.
+func qosCgroup(qos string) podrules.CgroupName {
+	name := podrules.CgroupName{podrules.KubepodsCgroup}
+	if qos == "" {
+		return name
+	}
+	return name.Child(qos)
+}
+
+// readCgroup reads a control file of the cgroup name in a cgroup v1 hierarchy (the bed's machine is on cgroup
+// v1), laid out by the bed's cgroup driver (kubepods/burstable/pod<uid> or
+// kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice).
+func readCgroup(g Gomega, hierarchy string, name podrules.CgroupName, file string) string {
+	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, filepath.FromSlash(name.Path(cgroupDriver())), file))
 	g.Expect(err).NotTo(HaveOccurred())
 	return strings.TrimSpace(string(b))
+}
+
+// readPodCgroup reads a control file of the pod's cgroup: kubepods/pod<uid> for Guaranteed pods,
+// kubepods/<qos>/pod<uid> else.
+func readPodCgroup(g Gomega, hierarchy, qos string, p *corev1.Pod, file string) string {
+	return readCgroup(g, hierarchy, qosCgroup(qos).Child(podrules.PodCgroupChild(string(p.UID))), file)
 }
 
 func withResources(req, lim corev1.ResourceList) func(*corev1.Pod) {
@@ -70,21 +94,15 @@ var _ = Describe("Pod cgroups on the real node", func() {
 		// The QoS cgroups: besteffort the minimum shares; burstable at least the shares of this burstable
 		// pod's 100m (other specs' burstable pods may add to it).
 		Eventually(func(g Gomega) {
-			b, err := os.ReadFile("/sys/fs/cgroup/cpu/kubepods/besteffort/cpu.shares")
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(strings.TrimSpace(string(b))).To(Equal("2"))
-			b, err = os.ReadFile("/sys/fs/cgroup/cpu/kubepods/burstable/cpu.shares")
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(strconv.Atoi(strings.TrimSpace(string(b)))).To(BeNumerically(">=", 102))
+			g.Expect(readCgroup(g, "cpu", qosCgroup("besteffort"), "cpu.shares")).To(Equal("2"))
+			g.Expect(strconv.Atoi(readCgroup(g, "cpu", qosCgroup("burstable"), "cpu.shares"))).To(BeNumerically(">=", 102))
 		}, 30*time.Second, 500*time.Millisecond).Should(Succeed())
 	})
 })
 
 // kubepodsValue reads a control file of the kubepods cgroup in a v1 hierarchy.
 func kubepodsValue(g Gomega, hierarchy, file string) string {
-	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, "kubepods", file))
-	g.Expect(err).NotTo(HaveOccurred())
-	return strings.TrimSpace(string(b))
+	return readCgroup(g, hierarchy, qosCgroup(""), file)
 }
 
 const reservedDropIn = `apiVersion: kubelet.config.k8s.io/v1beta1

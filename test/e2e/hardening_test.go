@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -89,18 +88,9 @@ var _ = Describe("Hardening settings of the KubeletConfiguration, on the real no
 		ns := newNamespace()
 		p := create(shPod(ns, "pids", "sleep 3600"))
 		execIn(p, "true") // running
-		var max string
 		Eventually(func(g Gomega) {
-			// kubepods/pod<uid> (Guaranteed) or kubepods/<qos>/pod<uid>.
-			matches, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/kubepods/pod%s/pids.max", p.UID))
-			more, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/kubepods/*/pod%s/pids.max", p.UID))
-			matches = append(matches, more...)
-			g.Expect(matches).To(HaveLen(1))
-			b, err := os.ReadFile(matches[0])
-			g.Expect(err).NotTo(HaveOccurred())
-			max = strings.TrimSpace(string(b))
+			g.Expect(readPodCgroup(g, "pids", "besteffort", p, "pids.max")).To(Equal("321"))
 		}, 30*time.Second).Should(Succeed())
-		Expect(max).To(Equal("321"))
 	})
 })
 
