@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"path"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +59,8 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	m := machine.Reader{FsPath: a.cfg.RootDir}
 	kubepods := ""
 	if kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS {
-		kubepods = path.Join("/", kc.CgroupRoot, "kubepods")
+		// Its path in the cgroup driver's layout (/kubepods, or /kubepods.slice with systemd).
+		kubepods = podrules.ParseCgroupfs(kc.CgroupRoot).Child(podrules.KubepodsCgroup).Path(kc.CgroupDriver)
 	}
 	var processes func(types.UID) (uint64, bool)
 	if a.podCgroups != nil {
