@@ -47,17 +47,23 @@ type SystemdUnits struct {
 	conn *sddbus.Conn
 }
 
-func (s *SystemdUnits) get(ctx context.Context) (*sddbus.Conn, error) {
+// get returns the connection, dialling a new one if there is none or it was closed. The connection outlives
+// the call that dials it: it is dialled without the call's context (a dial context's end closes it).
+func (s *SystemdUnits) get() (*sddbus.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil && s.conn.Connected() {
 		return s.conn, nil
 	}
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
 	dial := s.Dial
 	if dial == nil {
 		dial = sddbus.NewWithContext
 	}
-	c, err := dial(ctx)
+	c, err := dial(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd: %w", err)
 	}
@@ -65,14 +71,14 @@ func (s *SystemdUnits) get(ctx context.Context) (*sddbus.Conn, error) {
 	return c, nil
 }
 
-// do runs f on the connection, once more on a new one if the old one was closed under it.
-func (s *SystemdUnits) do(ctx context.Context, f func(*sddbus.Conn) error) error {
-	c, err := s.get(ctx)
+// do runs f on the connection, once more on a new one if the old one was closed under it (a restarted systemd).
+func (s *SystemdUnits) do(f func(*sddbus.Conn) error) error {
+	c, err := s.get()
 	if err != nil {
 		return err
 	}
-	if err = f(c); errors.Is(err, godbus.ErrClosed) {
-		if c, err = s.get(ctx); err == nil {
+	if err = f(c); err != nil && (errors.Is(err, godbus.ErrClosed) || !c.Connected()) {
+		if c, err = s.get(); err == nil {
 			err = f(c)
 		}
 	}
@@ -82,7 +88,7 @@ func (s *SystemdUnits) do(ctx context.Context, f func(*sddbus.Conn) error) error
 // StartTransientUnitContext implements Units.
 func (s *SystemdUnits) StartTransientUnitContext(ctx context.Context, name, mode string, props []sddbus.Property, ch chan<- string) (int, error) {
 	var id int
-	err := s.do(ctx, func(c *sddbus.Conn) (err error) {
+	err := s.do(func(c *sddbus.Conn) (err error) {
 		id, err = c.StartTransientUnitContext(ctx, name, mode, props, ch)
 		return err
 	})
@@ -91,13 +97,13 @@ func (s *SystemdUnits) StartTransientUnitContext(ctx context.Context, name, mode
 
 // SetUnitPropertiesContext implements Units.
 func (s *SystemdUnits) SetUnitPropertiesContext(ctx context.Context, name string, runtime bool, props ...sddbus.Property) error {
-	return s.do(ctx, func(c *sddbus.Conn) error { return c.SetUnitPropertiesContext(ctx, name, runtime, props...) })
+	return s.do(func(c *sddbus.Conn) error { return c.SetUnitPropertiesContext(ctx, name, runtime, props...) })
 }
 
 // StopUnitContext implements Units.
 func (s *SystemdUnits) StopUnitContext(ctx context.Context, name, mode string, ch chan<- string) (int, error) {
 	var id int
-	err := s.do(ctx, func(c *sddbus.Conn) (err error) {
+	err := s.do(func(c *sddbus.Conn) (err error) {
 		id, err = c.StopUnitContext(ctx, name, mode, ch)
 		return err
 	})
@@ -106,7 +112,7 @@ func (s *SystemdUnits) StopUnitContext(ctx context.Context, name, mode string, c
 
 // ResetFailedUnitContext implements Units.
 func (s *SystemdUnits) ResetFailedUnitContext(ctx context.Context, name string) error {
-	return s.do(ctx, func(c *sddbus.Conn) error { return c.ResetFailedUnitContext(ctx, name) })
+	return s.do(func(c *sddbus.Conn) error { return c.ResetFailedUnitContext(ctx, name) })
 }
 
 // Close closes the connection, if any.

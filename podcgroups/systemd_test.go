@@ -2,12 +2,14 @@ package podcgroups
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
@@ -173,5 +175,23 @@ func TestUnitPropertiesOfNoLimitAreInfinity(t *testing.T) {
 		if p.Value.Value() != want[i] {
 			t.Errorf("%s = %v, want %d", p.Name, p.Value.Value(), want[i])
 		}
+	}
+}
+
+// The connection outlives the call that dials it: a dial context that ends closes a godbus connection, which
+// broke every later call (seen on the systemd bed as "use of closed network connection").
+func TestSystemdUnitsDialsWithAContextThatDoesNotEnd(t *testing.T) {
+	var dialled context.Context
+	u := &SystemdUnits{Dial: func(ctx context.Context) (*sddbus.Conn, error) {
+		dialled = ctx
+		return nil, errors.New("no systemd here")
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := u.SetUnitPropertiesContext(ctx, "x.slice", true); err == nil {
+		t.Fatal("no error without systemd")
+	}
+	if dialled == nil || dialled.Done() != nil {
+		t.Error("the connection was dialled with a context that can end")
 	}
 }
