@@ -195,3 +195,31 @@ func TestSystemdUnitsDialsWithAContextThatDoesNotEnd(t *testing.T) {
 		t.Error("the connection was dialled with a context that can end")
 	}
 }
+
+// On cgroup v2 the slices get the v2 properties: CPUWeight, CPUQuotaPerSecUSec, MemoryMax, TasksMax.
+func TestSystemdDriverV2Properties(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, subtreeControl), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	units := &fakeUnits{props: map[string]map[string]any{}}
+	m := &Manager{Root: root, Unified: true, Kubepods: "/kubepods", Resources: true, PidsLimit: 64,
+		Driver: podrules.CgroupDriverSystemd, Units: units}
+	fakeCgroupfs(m)
+	quota, mem := int64(10000), int64(100<<20)
+	if err := m.Ensure("/kubepods/pod3", podrules.PodCgroup{CPUShares: 102, CPUQuota: &quota, MemoryLimit: &mem}); err != nil {
+		t.Fatal(err)
+	}
+	pod := units.props["kubepods-pod3.slice"]
+	for prop, want := range map[string]uint64{"CPUWeight": 4, "CPUQuotaPerSecUSec": 100000, "MemoryMax": 100 << 20, "TasksMax": 64} {
+		if pod[prop] != want {
+			t.Errorf("%s = %v, want %d", prop, pod[prop], want)
+		}
+	}
+	if pod["IOAccounting"] != true {
+		t.Errorf("IOAccounting = %v, want true", pod["IOAccounting"])
+	}
+	if got := read(t, filepath.Join(root, "kubepods.slice/kubepods-pod3.slice/cpu.max")); got != "10000 100000" {
+		t.Errorf("cpu.max = %q", got)
+	}
+}
