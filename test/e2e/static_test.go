@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -144,21 +147,35 @@ var _ = Describe("Static pods", Ordered, func() {
 	It("runs a static pod with no kubeconfig (standalone mode)", func() {
 		bin := os.Getenv("NODELET_BIN")
 		Expect(bin).NotTo(BeEmpty(), "NODELET_BIN names the nodelet binary (hack/e2e.sh sets it)")
-		dir := GinkgoT().TempDir()
+		// Under the bed's directory, which a bed inside hack/systemd.sh's namespaces sees too (its /tmp is its own).
+		dir, err := os.MkdirTemp(bedDir, "standalone-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = os.RemoveAll(dir) })
 		writeManifest(filepath.Join(dir, "manifests"), "alone.yaml", staticManifest("alone", "sleep 3600"))
 		bed("stop", "nodelet")
 		DeferCleanup(func() { bed("start", "nodelet") })
-		cmd := exec.Command(bin, "--config", filepath.Join(bedDir, "nodelet", "config.yaml"),
+		cmd := bedCommand(bin, "--config", filepath.Join(bedDir, "nodelet", "config.yaml"),
 			"--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", filepath.Join(dir, "manifests"), "-v=2")
 		cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		Expect(cmd.Start()).To(Succeed())
-		DeferCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		DeferCleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 		Eventually(func() []*runtimeapi.Container { return runningByPodName("alone-" + nodeName) }, 60*time.Second).ShouldNot(BeEmpty())
 		Consistently(func() error {
 			return k8s.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "alone-" + nodeName}, &corev1.Pod{})
 		}, "2s").ShouldNot(Succeed(), "no mirror pod without an API server")
 	})
 })
+
+// bedCommand runs a command where the bed's components run: on a CGROUP_DRIVER=systemd bed on a host whose
+// PID 1 is not systemd, inside hack/systemd.sh's namespaces (its systemd answers no one outside).
+func bedCommand(name string, args ...string) *exec.Cmd {
+	if pid1, err := os.ReadFile("/proc/1/comm"); cgroupDriver() == podrules.CgroupDriverSystemd && err == nil &&
+		strings.TrimSpace(string(pid1)) != "systemd" {
+		return exec.Command("bash", append([]string{filepath.Join(filepath.Dir(bedShell), "systemd.sh"), "exec", name}, args...)...)
+	}
+	return exec.Command(name, args...)
+}
 
 // restartNodelet restarts the bed's nodelet with extra environment for bed.sh (e.g. NODELET_EXTRA_ARGS).
 func restartNodelet(env ...string) {
