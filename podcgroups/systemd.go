@@ -185,11 +185,15 @@ func (m *Manager) startSlice(ctx context.Context, name podrules.CgroupName, valu
 // in it: a pod cgroup still in use is left, as rmdir leaves it with the cgroupfs driver). A unit systemd
 // does not know is not an error.
 func (m *Manager) stopSlice(ctx context.Context, name podrules.CgroupName) error {
-	if busy, err := m.inUse(name); err != nil || busy {
+	exists, busy, err := m.inUse(name)
+	if err != nil || busy {
 		if err == nil {
 			err = errors.New("device or resource busy")
 		}
 		return fmt.Errorf("remove pod cgroup %s: %w", name.ToSystemd(), err)
+	}
+	if !exists {
+		return nil // no cgroup: not started (or stopped already), nothing to ask systemd
 	}
 	unit, _ := name.SystemdUnit()
 	ctx, cancel := context.WithTimeout(ctx, unitTimeout)
@@ -213,33 +217,33 @@ func (m *Manager) stopSlice(ctx context.Context, name podrules.CgroupName) error
 	return nil
 }
 
-// inUse reports whether the cgroup of name has processes or child cgroups in systemd's own hierarchy (the
-// name=systemd one on cgroup v1, the unified one on v2). A cgroup that does not exist is not in use.
-func (m *Manager) inUse(name podrules.CgroupName) (bool, error) {
+// inUse reports whether the cgroup of name exists in systemd's own hierarchy (the name=systemd one on cgroup
+// v1, the unified one on v2), and whether it has processes or child cgroups there.
+func (m *Manager) inUse(name podrules.CgroupName) (exists, busy bool, err error) {
 	dir := filepath.Join(m.Root, "systemd", filepath.FromSlash(name.ToSystemd()))
 	if m.Unified {
 		dir = filepath.Join(m.Root, filepath.FromSlash(name.ToSystemd()))
 	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			return true, nil
+			return true, true, nil
 		}
 	}
 	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+		return true, false, nil
 	}
 	if err != nil {
-		return false, err
+		return true, false, err
 	}
-	return strings.TrimSpace(string(procs)) != "", nil
+	return true, strings.TrimSpace(string(procs)) != "", nil
 }
 
 // ioAccounting is the I/O accounting property of the cgroup version (BlockIOAccounting on v1).
