@@ -30,6 +30,8 @@ func memoryAvailable() int64 {
 const (
 	hogMiB    = 1000
 	marginMiB = 400
+	// prefillMiB of the hog's are written before the threshold is set.
+	prefillMiB = 200
 )
 
 var _ = Describe("Node-pressure eviction on the real node", Ordered, func() {
@@ -40,7 +42,11 @@ var _ = Describe("Node-pressure eviction on the real node", Ordered, func() {
 			return withResources(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(req)}, nil)
 		}
 		keeper := create(shPod(ns, "keeper", "sleep 3600", mem("64Mi")))
-		hog := create(shPod(ns, "hog", fmt.Sprintf("while [ ! -f /hog/go ]; do sleep 0.1; done; dd if=/dev/zero of=/hog/fill bs=1M count=%d; sleep 3600", hogMiB),
+		// The hog holds prefillMiB before the threshold is set, so that it is the pod using more than its request
+		// whatever else moves memory.available on the bed (a busy CI run once crossed the threshold before the
+		// hog had written anything, and the message rightly named no container).
+		hog := create(shPod(ns, "hog", fmt.Sprintf("dd if=/dev/zero of=/hog/pre bs=1M count=%d && touch /hog/ready; "+
+			"while [ ! -f /hog/go ]; do sleep 0.1; done; dd if=/dev/zero of=/hog/fill bs=1M count=%d; sleep 3600", prefillMiB, hogMiB-prefillMiB),
 			mem("10Mi"), func(p *corev1.Pod) {
 				p.Spec.Volumes = []corev1.Volume{{Name: "hog", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
 				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "hog", MountPath: "/hog"}}
@@ -50,6 +56,8 @@ var _ = Describe("Node-pressure eviction on the real node", Ordered, func() {
 				g.Expect(getPod(g, ns, p.Name).Status.Phase).To(Equal(corev1.PodRunning))
 			}, 60*time.Second).Should(Succeed())
 		}
+
+		execIn(hog, "test", "-f", "/hog/ready")
 
 		By("restarting nodelet with memory.available just below what the node has free")
 		thresholdMiB := memoryAvailable()>>20 - marginMiB
