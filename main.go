@@ -110,13 +110,16 @@ func takeoverMain(args []string) {
 		os.Exit(2)
 	}
 	extra := fs.Args()
+	// The host's /proc and / once changed root to the host's (first stage) or in its mount namespace.
+	finder := takeover.Finder{InHost: *inHost, Systemd: takeover.SystemdUnits{}, Log: newLogger(0).WithName("takeover")}
 	if !*inHost {
 		next := append([]string{"takeover", "--in-host", "--"}, extra...)
-		err := takeover.Enter(takeover.EnterOptions{HostRoot: *hostRoot, BinDir: *binDir, Nsenter: *nsenter, Args: next})
+		err := takeover.Enter(context.Background(), takeover.EnterOptions{HostRoot: *hostRoot, BinDir: *binDir, Nsenter: *nsenter,
+			Args: next, Finder: finder})
 		fmt.Fprintln(os.Stderr, "nodelet takeover: cannot enter the host:", err)
 		os.Exit(1)
 	}
-	kubeletArgs, from, err := takeover.KubeletArgs("/proc", "/")
+	kubeletArgs, from, err := takeover.KubeletArgs(context.Background(), finder)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodelet takeover:", err)
 		os.Exit(1)

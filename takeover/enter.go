@@ -1,6 +1,7 @@
 package takeover
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,16 +21,20 @@ type EnterOptions struct {
 	Nsenter string
 	// Args are the arguments of the nodelet started in the host's mount namespace.
 	Args []string
-	// Target is the process whose mount namespace is entered (default: the running kubelet's, whose view of
-	// the node is the one to keep, else PID 1's).
+	// Target is the process whose mount namespace is entered (default: the running kubelet's, as Finder
+	// finds it once changed root to the host's, else PID 1's).
 	Target int
+	// Finder finds the running kubelet (its Proc and Root as seen once changed root to the host's).
+	Finder Finder
 }
 
 // Enter copies the running binary into the host, changes root to the host's and replaces the process
-// with the host's nsenter, which enters the mount namespace of the running kubelet, or of the host's PID 1
-// (the pod runs with hostPID), and executes the copy with opts.Args. It returns only on failure. A static Go binary cannot
+// with the host's nsenter, which enters the mount namespace of the running kubelet (Finder.Find: never a
+// process that only calls itself kubelet), or of the host's PID 1 when no kubelet runs (the pod runs with
+// hostPID), and executes the copy with opts.Args. It returns only on failure, among them processes named
+// kubelet of which none, or more than one, is the host's kubelet. A static Go binary cannot
 // enter another mount namespace itself (setns of a mount namespace needs a single-threaded process).
-func Enter(opts EnterOptions) error {
+func Enter(ctx context.Context, opts EnterOptions) error {
 	if opts.HostRoot == "" {
 		return errors.New("takeover: no host root")
 	}
@@ -53,8 +58,12 @@ func Enter(opts EnterOptions) error {
 		return fmt.Errorf("the host has no %s (util-linux): %w", opts.Nsenter, err)
 	}
 	if opts.Target == 0 {
+		k, ok, err := opts.Finder.Find(ctx)
+		if err != nil {
+			return fmt.Errorf("find the kubelet: %w", err)
+		}
 		opts.Target = 1
-		if k, ok, err := FindKubelet("/proc"); err == nil && ok {
+		if ok {
 			opts.Target = k.PID
 		}
 	}

@@ -2,11 +2,11 @@ package takeover
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -19,45 +19,6 @@ const (
 	kubeletExtraArgsDebian = "/etc/default/kubelet"
 	kubeletExtraArgsRHEL   = "/etc/sysconfig/kubelet"
 )
-
-// Kubelet is a running kubelet, as seen in /proc.
-type Kubelet struct {
-	PID  int
-	Args []string // the command line without argv[0]
-}
-
-// FindKubelet returns the running kubelet under procRoot ("/proc"): the process whose executable's base
-// name is "kubelet". ok is false when none runs; two are an error.
-func FindKubelet(procRoot string) (k Kubelet, ok bool, err error) {
-	entries, err := os.ReadDir(procRoot)
-	if err != nil {
-		return k, false, err
-	}
-	var found []Kubelet
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue // gone, or a kernel thread
-		}
-		argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
-		if filepath.Base(argv[0]) != "kubelet" {
-			continue
-		}
-		found = append(found, Kubelet{PID: pid, Args: argv[1:]})
-	}
-	switch len(found) {
-	case 0:
-		return k, false, nil
-	case 1:
-		return found[0], true, nil
-	default:
-		return k, false, fmt.Errorf("%d kubelet processes run (pids %d and %d): cannot tell which one runs the node", len(found), found[0].PID, found[1].PID)
-	}
-}
 
 // KubeadmArgs are the flags kubeadm's systemd drop-in gives the kubelet, read from its files under root
 // ("/"): the kubeconfig, bootstrap kubeconfig and config file, then KUBELET_KUBEADM_ARGS from
@@ -193,16 +154,16 @@ func LockFlags(args []string) (lockFile string, exitOnContention bool) {
 }
 
 // KubeletArgs returns the flags nodelet runs the node with, from inside the host's mount namespace: the
-// running kubelet's command line (read through procRoot, "/proc"), else kubeadm's files under root ("/").
-// from says which. A running kubelet without --lock-file and --exit-on-lock-contention is an error: it
-// would not hand the node over.
-func KubeletArgs(procRoot, root string) (args []string, from string, err error) {
-	k, running, err := FindKubelet(procRoot)
+// command line of the running kubelet that f finds, else kubeadm's files under f's root. from says which.
+// A running kubelet without --lock-file and --exit-on-lock-contention is an error: it would not hand the
+// node over.
+func KubeletArgs(ctx context.Context, f Finder) (args []string, from string, err error) {
+	k, running, err := f.Find(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	if !running {
-		args, err := KubeadmArgs(root)
+		args, err := KubeadmArgs(f.root())
 		return args, "kubeadm's files", err
 	}
 	if lock, exit := LockFlags(k.Args); lock == "" || !exit {

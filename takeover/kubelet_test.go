@@ -1,11 +1,14 @@
 package takeover
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -18,24 +21,11 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func fakeProc(t *testing.T, cmdlines map[string][]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for pid, argv := range cmdlines {
-		writeFile(t, filepath.Join(root, pid, "cmdline"), strings.Join(argv, "\x00")+"\x00")
-	}
-	writeFile(t, filepath.Join(root, "self", "cmdline"), "x\x00")
-	writeFile(t, filepath.Join(root, "2", "cmdline"), "") // a kernel thread
-	return root
-}
-
 func TestKubeletArgsFromTheRunningKubelet(t *testing.T) {
-	proc := fakeProc(t, map[string][]string{
-		"1":   {"/sbin/init"},
-		"812": {"/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml", "--lock-file", "/var/run/kubelet.lock", "--exit-on-lock-contention"},
-		"900": {"/usr/bin/containerd"},
-	})
-	args, from, err := KubeletArgs(proc, t.TempDir())
+	h := newFakeHost(t)
+	h.start(kubelet(812, "--config=/var/lib/kubelet/config.yaml", "--lock-file", "/var/run/kubelet.lock", "--exit-on-lock-contention"))
+	var lines []string
+	args, from, err := KubeletArgs(context.Background(), h.finder(&lines))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,15 +36,20 @@ func TestKubeletArgsFromTheRunningKubelet(t *testing.T) {
 }
 
 func TestKubeletWithoutLockFlagsIsRefused(t *testing.T) {
-	proc := fakeProc(t, map[string][]string{"812": {"kubelet", "--config=/c.yaml", "--lock-file=/l"}})
-	_, _, err := KubeletArgs(proc, t.TempDir())
+	h := newFakeHost(t)
+	h.start(kubelet(812, "--config=/c.yaml", "--lock-file=/l"))
+	var lines []string
+	_, _, err := KubeletArgs(context.Background(), h.finder(&lines))
 	if err == nil || !strings.Contains(err.Error(), "--exit-on-lock-contention") {
 		t.Errorf("err = %v; want a refusal naming the missing flags", err)
 	}
-	proc = fakeProc(t, map[string][]string{"1": {"kubelet"}, "2": {"/opt/bin/kubelet"}})
-	if _, _, err := KubeletArgs(proc, t.TempDir()); err == nil {
-		t.Error("two kubelets: no error")
-	}
+}
+
+// noKubelet finds in a /proc where no process is named kubelet, with the host's files under root.
+func noKubelet(t *testing.T, root string) Finder {
+	proc := t.TempDir()
+	writeFile(t, filepath.Join(proc, "1", "cmdline"), "/sbin/init\x00")
+	return Finder{Proc: proc, Root: root, Log: logr.Discard()}
 }
 
 func TestKubeadmArgsWhenNoKubeletRuns(t *testing.T) {
@@ -62,7 +57,7 @@ func TestKubeadmArgsWhenNoKubeletRuns(t *testing.T) {
 	writeFile(t, filepath.Join(root, KubeadmFlagsFile),
 		`KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock --pod-infra-container-image=registry.k8s.io/pause:3.10"`+"\n")
 	writeFile(t, filepath.Join(root, "etc/default/kubelet"), "# extra\nKUBELET_EXTRA_ARGS='--node-labels=a=b,c=d' --v=2\n")
-	args, from, err := KubeletArgs(fakeProc(t, nil), root)
+	args, from, err := KubeletArgs(context.Background(), noKubelet(t, root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +67,7 @@ func TestKubeadmArgsWhenNoKubeletRuns(t *testing.T) {
 	if !slices.Equal(args, want) || from != "kubeadm's files" {
 		t.Errorf("args %q from %q\nwant %q", args, from, want)
 	}
-	if _, _, err := KubeletArgs(fakeProc(t, nil), t.TempDir()); err == nil {
+	if _, _, err := KubeletArgs(context.Background(), noKubelet(t, t.TempDir())); err == nil {
 		t.Error("no kubelet and no kubeadm files: no error")
 	}
 }
