@@ -45,11 +45,13 @@ func QuotaToMilliCPU(quota, period int64) int64 {
 
 // PodCgroup is what the kubelet writes to a pod's cgroup: cpu shares always; a CFS quota (µs per
 // QuotaPeriod) and a memory limit (bytes) only where the QoS class and the declared limits call for them
-// (nil: none).
+// (nil: none); huge page limits (bytes by page size in bytes) for the sizes the pod requests, every other
+// size of the host being limited to 0.
 type PodCgroup struct {
-	CPUShares   int64
-	CPUQuota    *int64
-	MemoryLimit *int64
+	CPUShares      int64
+	CPUQuota       *int64
+	MemoryLimit    *int64
+	HugePageLimits map[int64]int64
 }
 
 // PodCgroupResources is the kubelet's ResourceConfigForPod for a pod of QoS class class (with the CFS quota
@@ -57,14 +59,14 @@ type PodCgroup struct {
 // Guaranteed pods shares from their requests, a quota and a memory limit from their limits; Burstable
 // pods shares from their requests, and the quota or the memory limit only when every container (or the
 // pod-level resources) declares that limit. Requests and limits are PodRequests and PodLimits, overhead
-// included.
+// included. Every class gets the huge pages it requests (HugePageLimits of its requests).
 func PodCgroupResources(pod *corev1.Pod, class corev1.PodQOSClass) PodCgroup {
-	if class == corev1.PodQOSBestEffort {
-		return PodCgroup{CPUShares: MinShares}
-	}
 	reqs := PodRequests(pod, ResourceOptions{})
+	if class == corev1.PodQOSBestEffort {
+		return PodCgroup{CPUShares: MinShares, HugePageLimits: HugePageLimits(reqs)}
+	}
 	limits := PodLimits(pod, ResourceOptions{})
-	out := PodCgroup{CPUShares: MilliCPUToShares(reqs.Cpu().MilliValue())}
+	out := PodCgroup{CPUShares: MilliCPUToShares(reqs.Cpu().MilliValue()), HugePageLimits: HugePageLimits(reqs)}
 	cpuDeclared, memDeclared := limitsDeclared(pod)
 	if class == corev1.PodQOSGuaranteed || cpuDeclared {
 		quota := MilliCPUToQuota(limits.Cpu().MilliValue(), QuotaPeriod)
