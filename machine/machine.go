@@ -22,8 +22,11 @@ type Info struct {
 	Architecture  string
 	NumCPU        int64
 	MemoryBytes   int64
-	// HugePages maps a page size in bytes to the bytes reserved in pages of that size.
+	// HugePages maps a page size in bytes to the bytes reserved in pages of that size; every size the kernel
+	// has is there, 0 where no pages are reserved.
 	HugePages map[int64]int64
+	// SwapBytes is the host's swap (SwapTotal).
+	SwapBytes int64
 }
 
 // Signals are the eviction signals, observed now.
@@ -81,6 +84,7 @@ func (r Reader) Info() (Info, error) {
 		return info, err
 	}
 	info.MemoryBytes = mem["MemTotal"]
+	info.SwapBytes = mem["SwapTotal"]
 	info.HugePages = r.hugePages()
 	return info, nil
 }
