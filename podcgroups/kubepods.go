@@ -18,6 +18,9 @@ type Kubepods struct {
 	// MilliCPU becomes cpu.shares (cpu.weight on v2); MemoryBytes memory.limit_in_bytes (memory.max);
 	// Pids, when positive, pids.max.
 	MilliCPU, MemoryBytes, Pids int64
+	// HugePages are the bytes of huge pages by page size in bytes that pods may use (the node's pre-allocated
+	// pages): each of the Manager's HugePageSizes gets its hugetlb limit from it, 0 for a size it lacks.
+	HugePages map[int64]int64
 }
 
 // KubepodsValues are the kubelet's kubepods values (its enforceNodeAllocatableCgroups): the node's
@@ -34,7 +37,8 @@ func KubepodsValues(capacityMilliCPU, capacityMemory, capacityPids int64, enforc
 }
 
 // EnsureKubepods makes the kubepods cgroup with the given values, as the kubelet does at start: cpu shares
-// so that pods together weigh what the node's cpus do, the memory limit, and the pids limit.
+// so that pods together weigh what the node's cpus do, the memory limit, the pids limit and the huge page
+// limits.
 func (m *Manager) EnsureKubepods(k Kubepods) error {
 	defer m.observe(opUpdate, time.Now())
 	shares := podrules.MilliCPUToShares(k.MilliCPU)
@@ -50,6 +54,7 @@ func (m *Manager) EnsureKubepods(k Kubepods) error {
 	if k.Pids > 0 {
 		values = append(values, cgroupValue{pidsController, pidsFile, strconv.FormatInt(k.Pids, 10)})
 	}
+	values = append(values, m.hugetlbValues(limitOf(k.HugePages))...)
 	return m.write(path.Join("/", m.Kubepods), values)
 }
 

@@ -3,6 +3,7 @@ package podcgroups
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,16 +14,16 @@ import (
 
 func TestKubepodsValues(t *testing.T) {
 	// This machine's kubelet tree: 2 cpus, 25276514304 bytes, pid_max 32768, nothing reserved.
-	if got := KubepodsValues(2000, 25276514304, 32768, true, 0, 0, 0); got != (Kubepods{2000, 25276514304, 32768}) {
+	if got := KubepodsValues(2000, 25276514304, 32768, true, 0, 0, 0); !reflect.DeepEqual(got, Kubepods{MilliCPU: 2000, MemoryBytes: 25276514304, Pids: 32768}) {
 		t.Errorf("nothing reserved: %+v", got)
 	}
-	if got := KubepodsValues(2000, 4<<30, 32768, true, 500, 1<<30, 1000); got != (Kubepods{1500, 3 << 30, 31768}) {
+	if got := KubepodsValues(2000, 4<<30, 32768, true, 500, 1<<30, 1000); !reflect.DeepEqual(got, Kubepods{MilliCPU: 1500, MemoryBytes: 3 << 30, Pids: 31768}) {
 		t.Errorf("pods enforced: %+v", got)
 	}
-	if got := KubepodsValues(2000, 4<<30, 32768, false, 500, 1<<30, 1000); got != (Kubepods{2000, 4 << 30, 32768}) {
+	if got := KubepodsValues(2000, 4<<30, 32768, false, 500, 1<<30, 1000); !reflect.DeepEqual(got, Kubepods{MilliCPU: 2000, MemoryBytes: 4 << 30, Pids: 32768}) {
 		t.Errorf("not enforced: capacity %+v", got)
 	}
-	if got := KubepodsValues(1000, 1<<30, 0, true, 2000, 2<<30, 0); got != (Kubepods{0, 0, 0}) {
+	if got := KubepodsValues(1000, 1<<30, 0, true, 2000, 2<<30, 0); !reflect.DeepEqual(got, Kubepods{MilliCPU: 0, MemoryBytes: 0, Pids: 0}) {
 		t.Errorf("reserved beyond capacity: %+v", got)
 	}
 }

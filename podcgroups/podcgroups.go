@@ -52,9 +52,13 @@ type Manager struct {
 	Units Units
 	// PidsLimit is podPidsLimit; 0 or less sets no limit.
 	PidsLimit int64
-	// Resources: write the kubelet's cpu and memory values (podrules.PodCgroupResources) to pod cgroups.
-	// Without it and without PidsLimit, pod cgroups are left to the runtime.
+	// Resources: write the kubelet's cpu, memory and huge page values (podrules.PodCgroupResources) to pod
+	// cgroups. Without it and without PidsLimit, pod cgroups are left to the runtime.
 	Resources bool
+	// HugePageSizes are the host's huge page sizes in bytes: with Resources each gets a hugetlb limit in the
+	// pod, QoS and kubepods cgroups, as the kubelet sets them. Leave it empty where the hugetlb controller is
+	// not available (HugetlbAvailable).
+	HugePageSizes []int64
 
 	// duration is kubelet_cgroup_manager_duration_seconds (nil: not observed; see RegisterMetrics).
 	duration *prometheus.HistogramVec
@@ -123,7 +127,7 @@ func (m *Manager) write(parent string, values []cgroupValue) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, v.file), []byte(v.value), 0o644); err != nil {
+		if err := writeControl(filepath.Join(dir, v.file), v.value); err != nil {
 			return fmt.Errorf("set %s of cgroup %s: %w", v.file, name.Path(m.Driver), err)
 		}
 	}
@@ -138,10 +142,10 @@ func (m *Manager) cgroupPath(name podrules.CgroupName) string {
 	return filepath.FromSlash(name.Path(m.Driver))
 }
 
-// UpdateQoS writes the QoS cgroups' cpu values as the kubelet's QoS container manager does before each pod
+// UpdateQoS writes the QoS cgroups' values as the kubelet's QoS container manager does before each pod
 // cgroup is made: besteffort gets the minimum cpu shares, burstable the shares of the summed cpu requests of
-// the node's Burstable pods (burstableMilliCPU). The Guaranteed pods live directly under kubepods. Without
-// Resources it does nothing.
+// the node's Burstable pods (burstableMilliCPU); both get no huge page limit in effect (1<<62 bytes for each
+// size). The Guaranteed pods live directly under kubepods. Without Resources it does nothing.
 func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 	if !m.Resources {
 		return nil
@@ -155,7 +159,8 @@ func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 		if m.Unified {
 			v = cgroupValue{cpuController, "cpu.weight", strconv.FormatUint(sharesToWeight(qos.shares), 10)}
 		}
-		if err := m.write(path.Join("/", m.Kubepods, qos.name), []cgroupValue{v}); err != nil {
+		values := append([]cgroupValue{v}, m.hugetlbValues(func(int64) int64 { return qosHugePageLimit })...)
+		if err := m.write(path.Join("/", m.Kubepods, qos.name), values); err != nil {
 			return fmt.Errorf("QoS cgroup %s: %w", qos.name, err)
 		}
 	}
@@ -165,9 +170,14 @@ func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 // cgroupValue is one control file's value, in the hierarchy of controller (v1).
 type cgroupValue struct{ controller, file, value string }
 
-// resourceValues are the cpu and memory control files of res, in the order the kubelet's cgroup manager
-// writes them (the period before the quota).
+// resourceValues are the cpu, memory and hugetlb control files of res, in the order the kubelet's cgroup
+// manager writes them (the period before the quota).
 func (m *Manager) resourceValues(res podrules.PodCgroup) []cgroupValue {
+	return append(m.cpuMemoryValues(res), m.hugetlbValues(limitOf(res.HugePageLimits))...)
+}
+
+// cpuMemoryValues are the cpu and memory control files of res.
+func (m *Manager) cpuMemoryValues(res podrules.PodCgroup) []cgroupValue {
 	period := strconv.Itoa(podrules.QuotaPeriod)
 	if m.Unified {
 		out := []cgroupValue{{cpuController, "cpu.weight", strconv.FormatUint(sharesToWeight(res.CPUShares), 10)}}
