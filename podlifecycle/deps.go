@@ -94,6 +94,9 @@ type Options struct {
 	Sysctls *SysctlAllowlist
 	// SeccompDefault is seccompDefault: containers that name no seccomp profile run RuntimeDefault.
 	SeccompDefault bool
+	// HostResources are the node's settings and host facts every container's CRI resources follow: huge page
+	// sizes, cgroup v2 OOM group kill, swap.
+	HostResources runtime.HostResources
 	// HousekeepingPeriod is how often orphans are looked for (default 2 s, the kubelet's); hollow nodes
 	// look less often.
 	HousekeepingPeriod time.Duration
@@ -113,7 +116,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		nodeName: opts.NodeName, rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox,
 		staticKinds: opts.StaticKinds, maxWorkers: max(opts.Workers, 1), resyncPeriod: opts.ResyncPeriod,
 		housekeepingPeriod: opts.HousekeepingPeriod,
-		sysctls:            opts.Sysctls, seccompDefault: opts.SeccompDefault,
+		sysctls:            opts.Sysctls, seccompDefault: opts.SeccompDefault, hostResources: opts.HostResources,
 		workers: map[types.UID]*podWorker{}, byKey: map[types.NamespacedName]map[types.UID]bool{},
 		wake: make(chan event.GenericEvent, 1024), metrics: newPodMetrics(nil),
 	}

@@ -60,6 +60,7 @@ type Reconciler struct {
 	housekeepingPeriod time.Duration
 	sysctls            *SysctlAllowlist
 	seccompDefault     bool
+	hostResources      runtime.HostResources
 	// admitters run before the reconciler's own admission (the eviction manager's).
 	admitters []PodAdmitter
 

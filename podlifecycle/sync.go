@@ -312,7 +312,7 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	}
 	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
-		SeccompDefault: r.seccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.rootDir),
+		SeccompDefault: r.seccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.rootDir), HostResources: r.hostResources,
 		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
 		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})

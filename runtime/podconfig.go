@@ -299,13 +299,29 @@ type ContainerOptions struct {
 	SeccompDefault bool
 	// SeccompProfileRoot is the directory of Localhost seccomp profiles (<rootDir>/seccomp).
 	SeccompProfileRoot string
-	// HugePageSizes are the host's huge page sizes ("2MB", "1GB"; see HostHugePageSizes): each gets a
-	// limit, 0 unless the container asks for it, as with the kubelet.
-	HugePageSizes []string
+	// HostResources are the node's settings and host facts every container's resources follow.
+	HostResources
+}
+
+// HostResources are what a container's CRI resources take from the node beyond its pod: the kubelet's
+// configuration and facts of the host, read once at start.
+type HostResources struct {
+	// HugePageSizes are the host's huge page sizes in bytes (/sys/kernel/mm/hugepages): each gets a limit, 0
+	// unless the container asks for that size, as with the kubelet. nil when unknown: only the sizes asked for
+	// are listed.
+	HugePageSizes []int64
 	// CgroupV2 is true on a unified cgroup hierarchy: memory.high is reset to "max" and, unless
 	// SingleProcessOOMKill, memory.oom.group is set so an OOM kills the whole container.
 	CgroupV2             bool
 	SingleProcessOOMKill bool
+	// SwapController is true when the host's memory controller limits swap (memory.memsw.* on cgroup v1,
+	// memory.swap.max on v2); without it no swap limit is set, as with the kubelet.
+	SwapController bool
+	// SwapBehavior is memorySwap.swapBehavior: "" or podrules.NoSwap (no container swaps), or
+	// podrules.LimitedSwap (eligible containers get their share of NodeSwap, the others none).
+	SwapBehavior string
+	// NodeSwap is the host's swap in bytes (SwapTotal), which LimitedSwap shares out.
+	NodeSwap int64
 }
 
 // ContainerConfig builds a container's CRI config like the kubelet's generateContainerConfig. Its errors

@@ -3,11 +3,12 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,7 +132,7 @@ func linuxContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ContainerOp
 }
 
 // containerResources: the container's cpu request (defaulting to its limit), cpu and memory limits
-// (pod-level limits stand in for unset ones), oom_score_adj, huge page limits and cgroup v2 settings.
+// (pod-level limits stand in for unset ones), oom_score_adj, huge page limits, cgroup v2 settings and swap.
 func containerResources(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
 	cpuLimit := containerLimit(pod, c, corev1.ResourceCPU)
 	cpuRequest, ok := c.Resources.Requests[corev1.ResourceCPU]
@@ -147,7 +148,33 @@ func containerResources(pod *corev1.Pod, c *corev1.Container, opts ContainerOpti
 			r.Unified["memory.oom.group"] = "1"
 		}
 	}
+	setSwap(r, pod, c, opts)
 	return r
+}
+
+// setSwap limits the container's swap as the kubelet's configureContainerSwapResources: nothing without a swap
+// controller; with LimitedSwap an eligible container's share of the node's swap (memory.swap.max, cgroup v2
+// only); otherwise no swap: memory+swap equal to the memory limit on cgroup v1 (memory.memsw.limit_in_bytes),
+// memory.swap.max 0 on v2. A share that cannot be computed (a request above the node's memory) is no swap, as
+// with the kubelet.
+func setSwap(r *runtimeapi.LinuxContainerResources, pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) {
+	if !opts.SwapController {
+		return
+	}
+	if !opts.CgroupV2 {
+		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
+		return
+	}
+	swap := int64(0)
+	if opts.SwapBehavior == podrules.LimitedSwap && podrules.LimitedSwapEligible(pod, c, GetPodQOS(pod), true) {
+		if n, err := podrules.LimitedSwapBytes(c.Resources.Requests.Memory().Value(), opts.NodeMemoryCapacity, opts.NodeSwap); err == nil {
+			swap = n
+		}
+	}
+	if r.Unified == nil {
+		r.Unified = map[string]string{}
+	}
+	r.Unified["memory.swap.max"] = strconv.FormatInt(swap, 10)
 }
 
 // containerLimit is the container's limit, or the pod-level one when the container sets none.
@@ -159,82 +186,25 @@ func containerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceNa
 	return lim
 }
 
-// hugepageLimits sets a limit for each page size: the container's hugepages-<size> limit, else the
-// pod-level one, else 0. Without known host sizes, the sizes asked for are listed.
-func hugepageLimits(pod *corev1.Pod, c *corev1.Container, sizes []string) []*runtimeapi.HugepageLimit {
-	required := map[string]uint64{}
+// hugepageLimits sets a limit for each of the host's page sizes: the container's hugepages-<size> limit,
+// else the pod-level one, else 0; a size the host lacks is left out, as the kubelet's
+// GetHugepageLimitsFromResources does. Without known host sizes, the sizes asked for are listed.
+func hugepageLimits(pod *corev1.Pod, c *corev1.Container, sizes []int64) []*runtimeapi.HugepageLimit {
+	required := map[int64]int64{}
 	if podrules.PodLevelResourcesSet(pod) {
-		addHugepageLimits(required, pod.Spec.Resources.Limits)
+		maps.Copy(required, podrules.HugePageLimits(pod.Spec.Resources.Limits))
 	}
-	addHugepageLimits(required, c.Resources.Limits)
+	maps.Copy(required, podrules.HugePageLimits(c.Resources.Limits))
 	if sizes == nil {
-		for size := range required {
-			sizes = append(sizes, size)
-		}
-		sort.Strings(sizes)
+		sizes = slices.Sorted(maps.Keys(required))
 	}
 	var limits []*runtimeapi.HugepageLimit
 	for _, size := range sizes {
-		limits = append(limits, &runtimeapi.HugepageLimit{PageSize: size, Limit: required[size]})
+		if name, ok := podrules.HugePageSizeName(size); ok {
+			limits = append(limits, &runtimeapi.HugepageLimit{PageSize: name, Limit: uint64(max(required[size], 0))})
+		}
 	}
 	return limits
-}
-
-func addHugepageLimits(required map[string]uint64, limits corev1.ResourceList) {
-	for name, q := range limits {
-		sizeName, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix)
-		if !ok {
-			continue
-		}
-		pageSize, err := resource.ParseQuantity(sizeName)
-		if err != nil {
-			continue
-		}
-		if size, ok := hugePageUnitSize(pageSize.Value()); ok {
-			required[size] = uint64(max(q.Value(), 0))
-		}
-	}
-}
-
-// hugePageUnitSize renders a page size in bytes the way the runtime names it: 2097152 is "2MB".
-func hugePageUnitSize(size int64) (string, bool) {
-	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
-	i := 0
-	for size != 0 && size%1024 == 0 && i < len(units)-1 {
-		size /= 1024
-		i++
-	}
-	if size > 1024 && i < len(units)-1 {
-		return "", false
-	}
-	return strconv.FormatInt(size, 10) + units[i], true
-}
-
-// HostHugePageSizes lists the host's huge page sizes ("2MB", "1GB"), smallest first, from
-// /sys/kernel/mm/hugepages; none when that cannot be read.
-func HostHugePageSizes() []string {
-	entries, err := os.ReadDir("/sys/kernel/mm/hugepages")
-	if err != nil {
-		return nil
-	}
-	var kbs []int64
-	for _, e := range entries {
-		v, ok := strings.CutPrefix(e.Name(), "hugepages-")
-		if !ok {
-			continue
-		}
-		if kb, err := strconv.ParseInt(strings.TrimSuffix(v, "kB"), 10, 64); err == nil {
-			kbs = append(kbs, kb)
-		}
-	}
-	sort.Slice(kbs, func(i, j int) bool { return kbs[i] < kbs[j] })
-	sizes := []string{}
-	for _, kb := range kbs {
-		if s, ok := hugePageUnitSize(kb * 1024); ok {
-			sizes = append(sizes, s)
-		}
-	}
-	return sizes
 }
 
 // namespaceOptions: IPC and network shared with the node or the pod, PID per container unless the pod

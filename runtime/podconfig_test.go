@@ -509,9 +509,19 @@ func TestContainerResources(t *testing.T) {
 		}, want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 100000, CpuPeriod: 100000, MemoryLimitInBytes: 2 * gi, OomScoreAdj: 1000 - 1}},
 		{name: "huge pages: host sizes listed, asked sizes limited", pod: func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources = resources(rl("cpu", "1", "memory", "1Gi", "hugepages-2Mi", "100Mi"), rl("cpu", "1", "memory", "1Gi", "hugepages-2Mi", "100Mi"))
-		}, opts: func(o *ContainerOptions) { o.HugePageSizes = []string{"2MB", "1GB"} },
+		}, opts: func(o *ContainerOptions) { o.HugePageSizes = []int64{2 << 20, 1 << 30} },
 			want: &runtimeapi.LinuxContainerResources{CpuShares: 1024, CpuQuota: 100000, CpuPeriod: 100000, MemoryLimitInBytes: gi, OomScoreAdj: -997,
 				HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 100 << 20}, {PageSize: "1GB"}}}},
+		{name: "huge pages: a zero limit for each host size not asked for", opts: func(o *ContainerOptions) { o.HugePageSizes = []int64{2 << 20, 1 << 30} },
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 20000, CpuPeriod: 100000, MemoryLimitInBytes: 128 << 20, OomScoreAdj: 985,
+				HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB"}, {PageSize: "1GB"}}}},
+		{name: "huge pages: a size the host lacks is left out", pod: func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits["hugepages-1Gi"] = resource.MustParse("2Gi")
+		}, opts: func(o *ContainerOptions) { o.HugePageSizes = []int64{2 << 20} },
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 20000, CpuPeriod: 100000, MemoryLimitInBytes: 128 << 20, OomScoreAdj: 985,
+				HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB"}}}},
+		{name: "huge pages: the host has none", opts: func(o *ContainerOptions) { o.HugePageSizes = []int64{} },
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 20000, CpuPeriod: 100000, MemoryLimitInBytes: 128 << 20, OomScoreAdj: 985}},
 		{name: "huge pages without host sizes", pod: func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Limits["hugepages-1Gi"] = resource.MustParse("2Gi")
 		}, want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 20000, CpuPeriod: 100000, MemoryLimitInBytes: 128 << 20, OomScoreAdj: 985,
@@ -717,23 +727,6 @@ func TestContainerConfigKinds(t *testing.T) {
 				t.Errorf("annotations %v, log path %q", a, cfg.LogPath)
 			}
 		})
-	}
-}
-
-func TestHostHugePageSizesFormat(t *testing.T) {
-	tests := []struct {
-		bytes int64
-		want  string
-	}{{2 << 20, "2MB"}, {1 << 30, "1GB"}, {64 << 10, "64KB"}, {32 << 20, "32MB"}}
-	for _, tt := range tests {
-		if got, ok := hugePageUnitSize(tt.bytes); !ok || got != tt.want {
-			t.Errorf("hugePageUnitSize(%d) = %q, %v; want %q", tt.bytes, got, ok, tt.want)
-		}
-	}
-	for _, s := range HostHugePageSizes() {
-		if !strings.HasSuffix(s, "B") {
-			t.Errorf("host page size %q", s)
-		}
 	}
 }
 
