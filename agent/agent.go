@@ -126,6 +126,8 @@ type Agent struct {
 	podCgroups *podcgroups.Manager
 	// volumeMgr sets up the pods' volumes (nil on a simulated node).
 	volumeMgr *volumes.Manager
+	// hostResources are the host's facts the containers' resources follow, read once (none when simulated).
+	hostResources runtime.HostResources
 }
 
 // New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the
@@ -183,8 +185,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// prepareHost creates the root directory and handles the kernel tunables as the kubelet: with
-// protectKernelDefaults they must already hold the kubelet's values, without it they are set to them.
+// prepareHost creates the root directory, checks the cgroup version and swap, reads the host facts the
+// containers' resources follow, and handles the kernel tunables as the kubelet: with protectKernelDefaults they
+// must already hold the kubelet's values, without it they are set to them.
 func (a *Agent) prepareHost() error {
 	if err := os.MkdirAll(a.cfg.RootDir, 0o750); err != nil {
 		return fmt.Errorf("create root dir: %w", err)
@@ -195,6 +198,14 @@ func (a *Agent) prepareHost() error {
 	if err := checkCgroupVersion(&a.cfg.Kubelet, podcgroups.DefaultRoot); err != nil {
 		return err
 	}
+	if err := checkSwap(a.log, &a.cfg.Kubelet, machine.Reader{}); err != nil {
+		return err
+	}
+	host, err := readHostResources(&a.cfg.Kubelet, machine.Reader{}, podcgroups.DefaultRoot)
+	if err != nil {
+		return err
+	}
+	a.hostResources = host
 	if a.cfg.Kubelet.ProtectKernelDefaults {
 		if err := (machine.Reader{}).CheckKernelDefaults(); err != nil {
 			return fmt.Errorf("protectKernelDefaults: %w", err)

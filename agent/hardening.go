@@ -43,7 +43,7 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 	if a.opts.Simulation != nil {
 		return nil
 	}
-	cg, err := podCgroups(a.cfg, a.opts.Metrics)
+	cg, err := podCgroups(a.cfg, a.opts.Metrics, a.hostResources.HugePageSizes)
 	if err != nil {
 		return err
 	}
@@ -61,12 +61,13 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 	return nil
 }
 
-// podCgroups makes pod cgroups with the kubelet's cpu and memory values and podPidsLimit with cgroupsPerQOS
-// (without it the kubelet makes no pod cgroups either), as cgroupfs directories or, with the systemd driver,
-// as systemd slices (systemd reached over D-Bus as runc reaches it).
+// podCgroups makes pod cgroups with the kubelet's cpu, memory and huge page values and podPidsLimit with
+// cgroupsPerQOS (without it the kubelet makes no pod cgroups either), as cgroupfs directories or, with the
+// systemd driver, as systemd slices (systemd reached over D-Bus as runc reaches it). Huge page limits are set
+// for the host's page sizes (hugePageSizes) where the hugetlb controller is available.
 // The kubepods cgroup gets the node's capacity, or its allocatable with enforceNodeAllocatable "pods",
 // at once (the kubelet's enforceNodeAllocatableCgroups at start).
-func podCgroups(cfg *config.Config, reg prometheus.Registerer) (*podcgroups.Manager, error) {
+func podCgroups(cfg *config.Config, reg prometheus.Registerer, hugePageSizes []int64) (*podcgroups.Manager, error) {
 	kc := &cfg.Kubelet
 	if kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS {
 		return nil, nil
@@ -79,6 +80,9 @@ func podCgroups(cfg *config.Config, reg prometheus.Registerer) (*podcgroups.Mana
 		derefInt64(kc.PodPidsLimit, -1), true, kc.CgroupDriver, units)
 	if err != nil {
 		return nil, fmt.Errorf("pod cgroups: %w", err)
+	}
+	if podcgroups.HugetlbAvailable(m.Root, m.Unified) {
+		m.HugePageSizes = hugePageSizes
 	}
 	if err := m.RegisterMetrics(reg); err != nil {
 		return nil, err
@@ -93,7 +97,8 @@ func podCgroups(cfg *config.Config, reg prometheus.Registerer) (*podcgroups.Mana
 	return m, nil
 }
 
-// kubepodsValues are the kubepods cgroup's values from the host's capacity and the reservations.
+// kubepodsValues are the kubepods cgroup's values from the host's capacity (its huge pages included) and the
+// reservations.
 func kubepodsValues(cfg *config.Config) (podcgroups.Kubepods, error) {
 	host := machine.Reader{FsPath: cfg.RootDir}
 	info, err := host.Info()
@@ -109,8 +114,11 @@ func kubepodsValues(cfg *config.Config) (podcgroups.Kubepods, error) {
 		return podcgroups.Kubepods{}, err
 	}
 	cpu, mem, pids := reserved[corev1.ResourceCPU], reserved[corev1.ResourceMemory], reserved["pid"]
-	return podcgroups.KubepodsValues(info.NumCPU*1000, info.MemoryBytes, sig.PIDMax,
-		slices.Contains(cfg.Kubelet.EnforceNodeAllocatable, "pods"), cpu.MilliValue(), mem.Value(), pids.Value()), nil
+	k := podcgroups.KubepodsValues(info.NumCPU*1000, info.MemoryBytes, sig.PIDMax,
+		slices.Contains(cfg.Kubelet.EnforceNodeAllocatable, "pods"), cpu.MilliValue(), mem.Value(), pids.Value())
+	// Huge pages cannot be reserved (systemReserved and kubeReserved take none): pods may use them all.
+	k.HugePages = info.HugePages
+	return k, nil
 }
 
 // pullRecords is the kubelet's image pull credential verification (KubeletEnsureSecretPulledImages, on by

@@ -187,6 +187,7 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 		StaticKinds: a.staticKinds(),
 		Workers:     32, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
 		Sysctls: sysctls, SeccompDefault: kc.SeccompDefault != nil && *kc.SeccompDefault,
+		HostResources: a.hostResources,
 	}
 	if sim := a.opts.Simulation; sim != nil {
 		if sim.Workers > 0 {
