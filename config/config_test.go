@@ -222,6 +222,7 @@ func TestValidationErrors(t *testing.T) {
 		{"unknown eviction signal", "evictionHard:\n  gpu.available: 1%\n", []string{"evictionHard[gpu.available]"}},
 		{"soft without grace period", "evictionSoft:\n  memory.available: 1Gi\n", []string{"evictionSoftGracePeriod[memory.available]"}},
 		{"bad cgroup driver", "cgroupDriver: foo\n", []string{"cgroupDriver", "foo"}},
+		{"bad swap behavior", "memorySwap:\n  swapBehavior: UnlimitedSwap\n", []string{"memorySwap.swapBehavior", "UnlimitedSwap"}},
 		{"port too big", "port: 70000\n", []string{"port", "70000"}},
 		{"healthz port too big", "healthzPort: 70000\n", []string{"healthzPort"}},
 		{"negative max pods", "maxPods: -1\n", []string{"maxPods"}},

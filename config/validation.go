@@ -168,6 +168,7 @@ func validateRuntime(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorLi
 		kubeletconfigv1beta1.RestrictedTopologyManagerPolicy, kubeletconfigv1beta1.SingleNumaNodeTopologyManagerPolicy)...)
 	errs = append(errs, validateEnum(k.TopologyManagerScope, field.NewPath("topologyManagerScope"),
 		kubeletconfigv1beta1.ContainerTopologyManagerScope, kubeletconfigv1beta1.PodTopologyManagerScope)...)
+	errs = append(errs, validateEnum(k.MemorySwap.SwapBehavior, field.NewPath("memorySwap", "swapBehavior"), "", "NoSwap", "LimitedSwap")...)
 	errs = append(errs, validateEndpoint(k.ContainerRuntimeEndpoint, field.NewPath("containerRuntimeEndpoint"))...)
 	if k.ImageServiceEndpoint != "" {
 		errs = append(errs, validateEndpoint(k.ImageServiceEndpoint, field.NewPath("imageServiceEndpoint"))...)
