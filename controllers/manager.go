@@ -14,19 +14,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // CacheOptions scopes the manager's cache to what a node may list and watch under the Node authorizer:
 // its own Node (metadata.name), the pods bound to it (spec.nodeName) and, as the kubelet, the Services of
 // the whole cluster for service environment variables — headless ones left out, since they give none.
 //
-// Cached objects are kept without their managedFields, which nothing on a node reads.
+// Cached objects are kept without their managedFields, which nothing on a node reads. Pods are stamped with
+// the API source on the way in (podrules.MarkFromAPI): a config.source annotation written by a pod's creator
+// never makes it static.
 func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:     {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+		&corev1.Pod{}:     {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName), Transform: TransformAPIPod},
 		&corev1.Node{}:    {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
 		&corev1.Service{}: {Field: fields.OneTermNotEqualSelector("spec.clusterIP", corev1.ClusterIPNone)},
 	}}
+}
+
+// TransformAPIPod is the cache's transform for pods: managedFields stripped, the API source stamped.
+func TransformAPIPod(in any) (any, error) {
+	out, err := cache.TransformStripManagedFields()(in)
+	if pod, ok := out.(*corev1.Pod); ok {
+		podrules.MarkFromAPI(pod)
+	}
+	return out, err
 }
 
 // ClientOptions keeps Secrets, ConfigMaps and Leases out of the cache: a node may only get them by name,

@@ -20,6 +20,17 @@ const (
 	ConfigSourceAPI  = "api"
 )
 
+// MarkFromAPI stamps pod as read from the API server, as the kubelet's config merge annotates every pod
+// with the source it came from. Whoever creates an API pod may write any config.source annotation on it; the
+// stamp replaces that claim, so that whether a pod is static is decided only by the source the agent itself
+// assigned (the static pod sources stamp "file" or "http"). Every pod read from the API goes through it.
+func MarkFromAPI(pod *corev1.Pod) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[ConfigSourceAnnotation] = ConfigSourceAPI
+}
+
 // IsStaticPod reports whether pod came from a manifest file or URL rather than the API server (the
 // kubelet's kubetypes.IsStaticPod: a config.source annotation other than "api"). A mirror pod is the API's
 // copy of a static pod, not a static pod: it carries its static pod's annotations, but the kubelet sees it

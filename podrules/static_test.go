@@ -90,3 +90,25 @@ func TestIsCriticalPod(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkFromAPI(t *testing.T) {
+	for _, claimed := range []*corev1.Pod{
+		annotated(),
+		annotated(ConfigSourceAnnotation, ConfigSourceFile),
+		annotated(ConfigSourceAnnotation, ConfigSourceHTTP),
+		annotated(ConfigSourceAnnotation, "*", "other", "kept"),
+	} {
+		MarkFromAPI(claimed)
+		if IsStaticPod(claimed) || IsCriticalPod(claimed) {
+			t.Errorf("a pod read from the API is static or critical after MarkFromAPI: %v", claimed.Annotations)
+		}
+		if got := claimed.Annotations[ConfigSourceAnnotation]; got != ConfigSourceAPI {
+			t.Errorf("config.source = %q, want %q", got, ConfigSourceAPI)
+		}
+	}
+	mirror := annotated(ConfigSourceAnnotation, ConfigSourceFile, ConfigMirrorAnnotation, "h")
+	MarkFromAPI(mirror)
+	if !IsMirrorPod(mirror) {
+		t.Error("a mirror pod read from the API is still a mirror pod")
+	}
+}

@@ -34,8 +34,18 @@ const (
 	prefillMiB = 200
 )
 
+// claimsFileSource annotates an API pod as if it came from a manifest file. Whoever creates a pod may write
+// that annotation; the node agent decides a pod's source itself, so such a pod gets its status written, is
+// evicted and is rejected under pressure like any other (a static pod would be critical: never evicted).
+func claimsFileSource(p *corev1.Pod) {
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations["kubernetes.io/config.source"] = "file"
+}
+
 var _ = Describe("Node-pressure eviction on the real node", Ordered, func() {
-	It("evicts a memory hog past an evictionHard threshold, keeps the pod within its request, and rejects BestEffort pods under MemoryPressure", func() {
+	It("evicts a memory hog past an evictionHard threshold (one that claims config.source file too), keeps the pod within its request, and rejects BestEffort pods under MemoryPressure", func() {
 		ctx := context.Background()
 		ns := newNamespace()
 		mem := func(req string) func(*corev1.Pod) {
@@ -47,7 +57,7 @@ var _ = Describe("Node-pressure eviction on the real node", Ordered, func() {
 		// hog had written anything, and the message rightly named no container).
 		hog := create(shPod(ns, "hog", fmt.Sprintf("dd if=/dev/zero of=/hog/pre bs=1M count=%d && touch /hog/ready; "+
 			"while [ ! -f /hog/go ]; do sleep 0.1; done; dd if=/dev/zero of=/hog/fill bs=1M count=%d; sleep 3600", prefillMiB, hogMiB-prefillMiB),
-			mem("10Mi"), func(p *corev1.Pod) {
+			mem("10Mi"), claimsFileSource, func(p *corev1.Pod) {
 				p.Spec.Volumes = []corev1.Volume{{Name: "hog", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
 				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "hog", MountPath: "/hog"}}
 			}))
@@ -146,12 +156,15 @@ kernelMemcgNotification: true
 			g.Expect(nodeCondition(getNode(g), corev1.NodeMemoryPressure).Status).To(Equal(corev1.ConditionTrue))
 		}, 20*time.Second).Should(Succeed())
 		create(shPod(ns, "besteffort", "sleep 3600"))
-		Eventually(func(g Gomega) {
-			p := getPod(g, ns, "besteffort")
-			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
-			g.Expect(p.Status.Reason).To(Equal("Evicted"))
-			g.Expect(p.Status.Message).To(Equal("Pod was rejected: The node had condition: [MemoryPressure]. "))
-		}, 30*time.Second).Should(Succeed())
+		create(shPod(ns, "besteffort-file", "sleep 3600", claimsFileSource))
+		for _, name := range []string{"besteffort", "besteffort-file"} {
+			Eventually(func(g Gomega) {
+				p := getPod(g, ns, name)
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+				g.Expect(p.Status.Reason).To(Equal("Evicted"))
+				g.Expect(p.Status.Message).To(Equal("Pod was rejected: The node had condition: [MemoryPressure]. "))
+			}, 30*time.Second).Should(Succeed())
+		}
 
 		By("keeping the pod that uses less than it requests")
 		k := getPod(Default, ns, "keeper")
