@@ -2,21 +2,18 @@ package podlifecycle
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -121,8 +118,8 @@ func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.
 	}
 }
 
-// runHTTPHook sends the hook's GET; a status outside 200–399 is a failure. HTTPS is not verified, as in
-// the kubelet.
+// runHTTPHook sends the hook's GET through the one hook client (probes.HookClient: HTTPS not verified,
+// redirects followed only to the same host, as the kubelet); a status outside 200–399 is a failure.
 func (r *Reconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
 	host := g.Host
 	if host == "" && pod != nil {
@@ -136,24 +133,11 @@ func (r *Reconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1
 			host = r.hostIPs[0]
 		}
 	}
-	port, err := podrules.ResolvePort(g.Port, c)
+	req, err := probes.NewHookRequest(ctx, g, c, host)
 	if err != nil {
 		return err
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	url := scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/" + strings.TrimPrefix(g.Path, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	for _, h := range g.HTTPHeaders {
-		req.Header.Add(h.Name, h.Value)
-	}
-	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // as the kubelet
-	resp, err := cl.Do(req)
+	resp, err := probes.HookClient().Do(req)
 	if err != nil {
 		return err
 	}

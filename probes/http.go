@@ -84,6 +84,12 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 // be named, custom headers are sent as given (a Host header sets the request's host), with the kubelet's
 // User-Agent and Accept defaults.
 func newHTTPRequest(ctx context.Context, a *corev1.HTTPGetAction, c *corev1.Container, podIP string) (*http.Request, error) {
+	return newHTTPGetRequest(ctx, a, c, podIP, userAgent)
+}
+
+// newHTTPGetRequest is newHTTPRequest with the given default User-Agent: the kubelet builds the requests of
+// probes and of lifecycle hooks alike, each with its own agent name.
+func newHTTPGetRequest(ctx context.Context, a *corev1.HTTPGetAction, c *corev1.Container, podIP, agent string) (*http.Request, error) {
 	port, err := podrules.ResolvePort(a.Port, c)
 	if err != nil {
 		return nil, err
@@ -99,7 +105,7 @@ func newHTTPRequest(ctx context.Context, a *corev1.HTTPGetAction, c *corev1.Cont
 	if err != nil {
 		return nil, err
 	}
-	req.Header = probeHeaders(a.HTTPHeaders)
+	req.Header = probeHeaders(a.HTTPHeaders, agent)
 	req.Host = req.Header.Get("Host")
 	return req, nil
 }
@@ -118,15 +124,15 @@ func probeURL(scheme corev1.URIScheme, host string, port int, path string) *url.
 	return u
 }
 
-// probeHeaders turns the probe's headers into an http.Header with the kubelet's defaults: User-Agent
-// kube-probe/<minor> and Accept */* unless given (an empty Accept removes it).
-func probeHeaders(list []corev1.HTTPHeader) http.Header {
+// probeHeaders turns the probe's headers into an http.Header with the kubelet's defaults: User-Agent agent
+// (kube-probe/<minor>, kube-lifecycle/<minor>) and Accept */* unless given (an empty Accept removes it).
+func probeHeaders(list []corev1.HTTPHeader, agent string) http.Header {
 	h := http.Header{}
 	for _, e := range list {
 		h.Add(e.Name, e.Value)
 	}
 	if _, ok := h["User-Agent"]; !ok {
-		h.Set("User-Agent", userAgent)
+		h.Set("User-Agent", agent)
 	}
 	if _, ok := h["Accept"]; !ok {
 		h.Set("Accept", "*/*")
