@@ -185,7 +185,7 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 			CgroupRoot: kc.CgroupRoot, NodeHostname: cfg.Hostname,
 		},
 		StaticKinds: a.staticKinds(),
-		Workers:     32, ImagePulls: int(derefInt32(kc.MaxParallelImagePulls, 5)), ResyncPeriod: kc.SyncFrequency.Duration,
+		Workers:     32, ImagePulls: cfg.ImagePullParallelism(), ResyncPeriod: kc.SyncFrequency.Duration,
 		Sysctls: sysctls, SeccompDefault: kc.SeccompDefault != nil && *kc.SeccompDefault,
 		HostResources: a.hostResources,
 	}

@@ -55,7 +55,8 @@ type Config struct {
 	MaxPerPodContainerCount int32         // --maximum-dead-containers-per-container (default 1)
 	MaxContainerCount       int32         // --maximum-dead-containers (default -1: no limit)
 
-	// MetricsBindAddress is nodelet's own metrics listener; "0" disables it.
+	// MetricsBindAddress is an unauthenticated listener serving the node's metrics (what the node API's
+	// authorized /metrics serves); "0", the default, runs none. Metrics are read through the node API.
 	MetricsBindAddress string
 
 	// PrintVersion is --version: print the version and exit (Load returns ErrVersion).
@@ -235,6 +236,22 @@ func (c *Config) ImageEndpoint() string {
 	}
 	return normalizeEndpoint(c.Kubelet.ImageServiceEndpoint)
 }
+
+// ImagePullParallelism is how many image pulls may run at once, as the kubelet's image manager decides it: one
+// with serializeImagePulls (the default), else maxParallelImagePulls, and no bound in practice when that is unset.
+func (c *Config) ImagePullParallelism() int {
+	k := &c.Kubelet
+	switch {
+	case k.SerializeImagePulls == nil || *k.SerializeImagePulls:
+		return 1
+	case k.MaxParallelImagePulls != nil && *k.MaxParallelImagePulls > 0:
+		return int(*k.MaxParallelImagePulls)
+	}
+	return unboundedImagePulls
+}
+
+// unboundedImagePulls stands for the kubelet's parallel puller without maxParallelImagePulls.
+const unboundedImagePulls = 1 << 15
 
 // normalizeEndpoint turns a bare absolute socket path (which the kubelet
 // accepts with a warning) into a unix:// URL.

@@ -149,7 +149,7 @@ func TestLoadKubeadmConfig(t *testing.T) {
 				{"evictionHard", k.EvictionHard, DefaultEvictionHard()},
 				{"kubeconfig", c.Kubeconfig, "/etc/kubernetes/kubelet.conf"},
 				{"rootDir", c.RootDir, DefaultRootDir},
-				{"metricsBindAddress", c.MetricsBindAddress, DefaultMetricsBindAddress},
+				{"metricsBindAddress", c.MetricsBindAddress, "0"}, // no unauthenticated metrics listener unless asked for
 				{"hostname", c.Hostname, "test-node"},
 				{"nodeName", c.NodeName, "test-node"},
 			}
@@ -902,6 +902,28 @@ func TestEndpoints(t *testing.T) {
 			}
 			if got := c.ImageEndpoint(); got != tc.wantImage {
 				t.Errorf("ImageEndpoint() = %q, want %q", got, tc.wantImage)
+			}
+		})
+	}
+}
+
+// Image pulls run one at a time by default, as the kubelet's serial image puller.
+func TestImagePullParallelism(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kc   kubeletconfigv1beta1.KubeletConfiguration
+		want int
+	}{
+		{"default: serial", kubeletconfigv1beta1.KubeletConfiguration{}, 1},
+		{"maxParallelImagePulls", kubeletconfigv1beta1.KubeletConfiguration{MaxParallelImagePulls: ptrTo[int32](3)}, 3},
+		{"serializeImagePulls wins", kubeletconfigv1beta1.KubeletConfiguration{SerializeImagePulls: ptrTo(true), MaxParallelImagePulls: ptrTo[int32](1)}, 1},
+		{"parallel without a bound", kubeletconfigv1beta1.KubeletConfiguration{SerializeImagePulls: ptrTo(false)}, unboundedImagePulls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Config{Kubelet: tc.kc}
+			SetDefaults(&c.Kubelet)
+			if got := c.ImagePullParallelism(); got != tc.want {
+				t.Errorf("ImagePullParallelism = %d, want %d", got, tc.want)
 			}
 		})
 	}

@@ -14,7 +14,7 @@ import (
 // pkg/kubelet/eviction/defaults_linux.go), which is not importable.
 const (
 	DefaultRootDir                  = "/var/lib/kubelet"
-	DefaultMetricsBindAddress       = "127.0.0.1:10247"
+	DefaultMetricsBindAddress       = "0"
 	DefaultContainerRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
 	DefaultResolvConf               = "/etc/resolv.conf"
 	DefaultVolumePluginDir          = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"

@@ -16,13 +16,7 @@ const (
 	annField = "nodelet.io/field"
 	// annNoEffect says why a flag outside KubeletConfiguration has no effect on nodelet.
 	annNoEffect = "nodelet.io/no-effect"
-	// annNotYet names the issue that will implement a flag.
-	annNotYet = "nodelet.io/not-yet"
 )
-
-// notYet marks a flag nodelet records but does not act on yet, naming the issue that will implement it;
-// it is logged at start-up when set (no flag is marked today).
-var _ = notYet
 
 // NewFlagSet returns nodelet's flag set — every flag of the kubelet v1.37 on Linux, plus nodelet's own
 // --metrics-bind-address — bound to c. Each flag writes into c only when it is given, so flags override
@@ -55,7 +49,7 @@ func addGeneralFlags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.ConfigDir, "config-dir", c.ConfigDir, "Directory of drop-in KubeletConfiguration files: every *.conf file in it and its subdirectories is merged over --config in lexical order. Flags override them.")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Path to a kubeconfig file for the API server. Omit it to run in standalone mode.")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "Directory path for managing kubelet files (volume mounts, etc).")
-	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "host:port for nodelet's own Prometheus metrics endpoint; \"0\" disables it.")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "host:port of an unauthenticated listener serving the node's Prometheus metrics (the node API's authorized /metrics serves them by default); \"0\" (the default) runs none. Anyone who reaches the address reads the metrics: keep it on loopback of a host without hostNetwork pods.")
 	fs.Var(versionValue{p: &c.PrintVersion}, "version", "Print the version (the Kubernetes release whose behaviour nodelet follows) and exit.")
 	fs.Lookup("version").NoOptDefVal = "true"
 }
@@ -154,10 +148,6 @@ func addRemovedFlags(fs *pflag.FlagSet) {
 
 func noEffect(fs *pflag.FlagSet, name, why string) {
 	_ = fs.SetAnnotation(name, annNoEffect, []string{why})
-}
-
-func notYet(fs *pflag.FlagSet, name, issue string) {
-	_ = fs.SetAnnotation(name, annNotYet, []string{issue})
 }
 
 // nodeIPValue parses --node-ip; family rules are checked by Validate.

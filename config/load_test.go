@@ -227,21 +227,29 @@ func TestNotices(t *testing.T) {
 		notWant [][]string
 	}{
 		{"kubeadm config", kubeadmConfig, nil, nil,
-			[][]string{{"rotateCertificates"}, {"cgroupDriver"}, {"clusterDNS"}, {"cpuManagerReconcilePeriod"}, {"field=logging"}, {"memorySwap"}, {"shutdownGracePeriod"}}},
-		{"unimplemented fields at non-default values", header + "failSwapOn: false\nregistryPullQPS: 10\nlogging:\n  format: json\n  verbosity: 2\nshutdownGracePeriod: 30s\n", nil,
-			[][]string{{MsgFieldNoEffect, "field=failSwapOn", "value=false"}, {"field=registryPullQPS", "value=10"},
+			[][]string{{"rotateCertificates"}, {"cgroupDriver"}, {"clusterDNS"}, {"field=logging"}, {"memorySwap"}, {"shutdownGracePeriod"}, {"failSwapOn"}}},
+		{"every unimplemented field is reported whatever its value", "", nil,
+			[][]string{{MsgFieldNoEffect, "field=streamingConnectionIdleTimeout", `value="4h0m0s"`}, {MsgFieldNoEffect, "field=registryPullQPS", "value=5"},
+				{MsgFieldNoEffect, "field=cpuManagerPolicy", `value="none"`}, {MsgFieldNoEffect, "field=makeIPTablesUtilChains", "value=true"}},
+			[][]string{{"field=failSwapOn"}, {"field=localStorageCapacityIsolation"}, {"field=enforceNodeAllocatable"}, {"field=memorySwap"},
+				{"field=singleProcessOOMKill"}, {"field=serializeImagePulls"}, {"field=userNamespaces"}}},
+		{"unimplemented fields at non-default values", header + "eventRecordQPS: 7\nregistryPullQPS: 10\nlogging:\n  format: json\n  verbosity: 2\nshutdownGracePeriod: 30s\n", nil,
+			[][]string{{MsgFieldNoEffect, "field=eventRecordQPS", "value=7"}, {"field=registryPullQPS", "value=10"},
 				{"field=logging.format", `value="json"`}, {"field=shutdownGracePeriod", `value="30s"`}},
 			[][]string{{"logging.verbosity"}}},
-		{"unimplemented fields at default values", header + "failSwapOn: true\nenableServer: true\nregistryPullQPS: 5\n", nil,
-			nil, [][]string{{MsgFieldNoEffect}}},
+		{"fields whose default is nodelet's behaviour are quiet at the default", header + "registerNode: true\nshutdownGracePeriod: 0s\ncpuCFSQuota: true\n", nil,
+			nil, [][]string{{"field=registerNode"}, {"field=shutdownGracePeriod"}, {"field=cpuCFSQuota"}, {"field=logging"}}},
 		{"implemented fields are quiet", header + "maxPods: 50\ncgroupRoot: /pods\nproviderID: p\nstaticPodPath: /etc/kubernetes/manifests\n" +
-			"imageGCHighThresholdPercent: 90\nimageGCLowThresholdPercent: 70\nimageMinimumGCAge: 1m\nimageMaximumGCAge: 24h\n", nil,
-			nil, [][]string{{MsgFieldNoEffect}, {MsgFlagNoEffect}}},
-		{"config flag for an unimplemented field, once", header + "failSwapOn: true\n", []string{"--fail-swap-on=false", "--registry-qps=10"},
-			[][]string{{MsgFlagNoEffect, "flag=--fail-swap-on", "value=false", "field=failSwapOn"}, {MsgFlagNoEffect, "flag=--registry-qps", "field=registryPullQPS"}},
-			[][]string{{MsgFieldNoEffect, "failSwapOn"}}},
+			"imageGCHighThresholdPercent: 90\nimageGCLowThresholdPercent: 70\nimageMinimumGCAge: 1m\nimageMaximumGCAge: 24h\n" +
+			"enforceNodeAllocatable: [pods]\nfailSwapOn: false\nlocalStorageCapacityIsolation: false\nserializeImagePulls: false\n", nil,
+			nil, [][]string{{"field=maxPods"}, {"field=cgroupRoot"}, {"field=providerID"}, {"field=staticPodPath"}, {"field=imageGC"},
+				{"field=imageM"}, {"field=enforceNodeAllocatable"}, {"field=failSwapOn"}, {"field=localStorageCapacityIsolation"},
+				{"field=serializeImagePulls"}, {MsgFlagNoEffect}}},
+		{"config flag for an unimplemented field, once", header + "registryBurst: 20\n", []string{"--registry-burst=30", "--registry-qps=10"},
+			[][]string{{MsgFlagNoEffect, "flag=--registry-burst", "value=30", "field=registryBurst"}, {MsgFlagNoEffect, "flag=--registry-qps", "field=registryPullQPS"}},
+			[][]string{{MsgFieldNoEffect, "registryBurst"}, {MsgFieldNoEffect, "registryPullQPS"}}},
 		{"implemented flags are quiet", "", []string{"--max-pods=20", "--image-gc-high-threshold=90", "--provider-id=x", "--cgroup-root=/k", "-v=2", "--node-status-max-images=5", "--cluster-dns=10.0.0.10", "--cluster-domain=c.local", "--resolv-conf=/r"},
-			nil, [][]string{{MsgFlagNoEffect}, {MsgFieldNoEffect}}},
+			nil, [][]string{{MsgFlagNoEffect}, {"field=maxPods"}, {"field=clusterD"}, {"field=resolvConf"}, {"field=nodeStatusMaxImages"}}},
 		{"flags outside the config", "", []string{"--runtime-cgroups=/system.slice/containerd.service", "--cloud-provider=external", "--maximum-dead-containers=3",
 			"--pod-infra-container-image=registry.k8s.io/pause:3.9"},
 			[][]string{{MsgFlagNoEffect, "flag=--runtime-cgroups", "value=/system.slice/containerd.service", "reason="},
@@ -260,7 +268,7 @@ func TestNotices(t *testing.T) {
 		{"node credential flags are implemented: quiet", "", []string{"--bootstrap-kubeconfig=/b.conf", "--cert-dir=/pki", "--lock-file=/l", "--exit-on-lock-contention"},
 			nil, [][]string{{"flag=--bootstrap-kubeconfig"}, {"flag=--cert-dir"}, {"flag=--lock-file"}, {"flag=--exit-on-lock-contention"}}},
 		{"feature gates", header + "featureGates:\n  A: true\n", []string{"--feature-gates=B=false"},
-			[][]string{{MsgFeatureGates, "A:true", "B:false"}}, [][]string{{MsgFlagNoEffect}, {MsgFieldNoEffect}}},
+			[][]string{{MsgFeatureGates, "A:true", "B:false"}}, [][]string{{MsgFlagNoEffect}, {"field=featureGates"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -329,8 +337,8 @@ func TestDropIns(t *testing.T) {
 			func(c *Config) (any, any) {
 				return []any{c.Kubelet.MaxPods, hasNotice(c, MsgLenientDecoding, "10.conf", "maxPodz")}, []any{int32(31), true}
 			}, nil},
-		{"unimplemented field set by a drop-in is a notice", header, files{"10.conf": header + "failSwapOn: false\n"}, nil,
-			func(c *Config) (any, any) { return hasNotice(c, MsgFieldNoEffect, "field=failSwapOn"), true }, nil},
+		{"unimplemented field set by a drop-in is a notice", header, files{"10.conf": header + "registryPullQPS: 9\n"}, nil,
+			func(c *Config) (any, any) { return hasNotice(c, MsgFieldNoEffect, "field=registryPullQPS", "value=9"), true }, nil},
 		{"drop-in without kind", header, files{"10.conf": "maxPods: 3\n"}, nil, nil, []string{"10.conf", "Kind"}},
 		{"drop-in of another kind", header, files{"10.conf": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: CredentialProviderConfig\n"}, nil, nil,
 			[]string{"10.conf", "CredentialProviderConfig"}},

@@ -22,7 +22,6 @@ const (
 	MsgLenientDecoding = "Using lenient decoding as strict decoding failed"
 	MsgFieldNoEffect   = "Setting has no effect on nodelet"
 	MsgFlagNoEffect    = "Flag has no effect on nodelet"
-	MsgFlagNotYet      = "Flag not implemented yet"
 	MsgFlagDeprecated  = "Flag has been deprecated"
 	MsgFeatureGates    = "Feature gates recorded"
 )
@@ -34,9 +33,10 @@ func (c *Config) LogNotices(log logr.Logger) {
 	}
 }
 
-// implementedFields are the KubeletConfiguration fields (JSON paths) nodelet acts on; a path covers the
-// fields under it. docs/config.md lists the others. featureGates are recorded (and steer defaulting)
-// rather than implemented one by one: they get their own notice.
+// implementedFields are the KubeletConfiguration fields (JSON paths) nodelet acts on, whatever their value; a
+// path covers the fields under it. featureGates are recorded (and steer defaulting) rather than implemented one
+// by one: they get their own notice. Every other field is reported at start (fieldNotices); docs/config.md lists
+// them.
 var implementedFields = map[string]bool{
 	"apiVersion": true, "kind": true,
 	"address": true, "port": true, "tlsCertFile": true, "tlsPrivateKeyFile": true,
@@ -46,29 +46,45 @@ var implementedFields = map[string]bool{
 	"clusterDNS": true, "clusterDomain": true, "resolvConf": true,
 	"podLogsDir": true, "containerLogMaxSize": true, "containerLogMaxFiles": true,
 	"containerRuntimeEndpoint": true, "imageServiceEndpoint": true, "runtimeRequestTimeout": true,
-	"maxParallelImagePulls": true,
-	"cgroupDriver":          true, "cgroupRoot": true, "cgroupsPerQOS": true,
+	"maxParallelImagePulls": true, "serializeImagePulls": true,
+	"cgroupDriver": true, "cgroupRoot": true, "cgroupsPerQOS": true, "failCgroupV1": true,
 	"nodeStatusUpdateFrequency": true, "nodeStatusReportFrequency": true, "nodeLeaseDurationSeconds": true,
 	"nodeStatusMaxImages": true, "registerWithTaints": true, "providerID": true,
-	"maxPods": true, "systemReserved": true, "kubeReserved": true,
+	"maxPods": true, "systemReserved": true, "kubeReserved": true, "enforceNodeAllocatable": true,
+	// The eviction manager.
 	"evictionHard": true, "mergeDefaultEvictionSettings": true, "evictionPressureTransitionPeriod": true,
-	// Eviction manager (issue 13).
 	"evictionSoft": true, "evictionSoftGracePeriod": true, "evictionMaxPodGracePeriod": true,
-	"evictionMinimumReclaim": true, "kernelMemcgNotification": true,
+	"evictionMinimumReclaim": true, "kernelMemcgNotification": true, "localStorageCapacityIsolation": true,
 	"kubeAPIQPS": true, "kubeAPIBurst": true,
 	"featureGates":      true,
 	"logging.verbosity": true,
-	// Hardening (issue 10).
+	// The node API and pod hardening.
 	"enableServer": true, "readOnlyPort": true, "enableDebuggingHandlers": true,
 	"tlsMinVersion": true, "tlsCipherSuites": true, "tlsCurvePreferences": true,
 	"allowedUnsafeSysctls": true, "seccompDefault": true, "podPidsLimit": true, "protectKernelDefaults": true,
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
-	// Image garbage collection (issue 13).
+	// Memory: swap and OOM kills.
+	"failSwapOn": true, "memorySwap": true, "singleProcessOOMKill": true,
+	// Image garbage collection.
 	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true,
 	"imageMinimumGCAge": true, "imageMaximumGCAge": true,
-	// Node credentials (issue 12): client certificate rotation (package nodecreds).
+	// Node credentials: client certificate rotation and the serving certificate (package nodecreds).
 	"rotateCertificates": true, "serverTLSBootstrap": true,
-	"failCgroupV1": true,
+}
+
+// defaultOnlyFields are the fields whose kubelet default is exactly what nodelet always does — most turn off a
+// feature nodelet does not have. At the default they promise nothing nodelet leaves unkept, so only another
+// value is reported.
+var defaultOnlyFields = map[string]bool{
+	"registerNode": true, "runOnce": true, "podCIDR": true, "podsPerCore": true,
+	"cpuCFSQuota": true, "cpuCFSQuotaPeriod": true, "crashLoopBackOff": true, "hairpinMode": true,
+	"enableControllerAttachDetach": true, "enableContentionProfiling": true, "enableSystemLogQuery": true,
+	"showHiddenMetricsForVersion": true, "tracing": true,
+	"kubeletCgroups": true, "systemCgroups": true, "systemReservedCgroup": true, "kubeReservedCgroup": true,
+	"reservedSystemCPUs": true, "reservedMemory": true, "qosReserved": true, "defaultPodSysctls": true,
+	"memoryThrottlingFactor": true, "memoryReservationPolicy": true,
+	"shutdownGracePeriod": true, "shutdownGracePeriodCriticalPods": true, "shutdownGracePeriodByPodPriority": true,
+	"logging": true,
 }
 
 // partialFields are struct fields of which nodelet implements only some sub-fields: their sub-fields are
@@ -110,8 +126,6 @@ func flagNotices(fs *pflag.FlagSet, c *Config) ([]Notice, map[string]bool) {
 		switch {
 		case f.Deprecated != "":
 			out = append(out, Notice{Msg: MsgFlagDeprecated, KeysAndValues: append(kv, "reason", f.Deprecated)})
-		case len(f.Annotations[annNotYet]) > 0:
-			out = append(out, Notice{Msg: MsgFlagNotYet, KeysAndValues: append(kv, "issue", f.Annotations[annNotYet][0])})
 		case len(f.Annotations[annNoEffect]) > 0:
 			out = append(out, Notice{Msg: MsgFlagNoEffect, KeysAndValues: append(kv, "reason", f.Annotations[annNoEffect][0])})
 		case len(f.Annotations[annField]) > 0 && !implemented(f.Annotations[annField][0]):
@@ -126,8 +140,9 @@ func flagNotices(fs *pflag.FlagSet, c *Config) ([]Notice, map[string]bool) {
 	return out, reported
 }
 
-// fieldNotices reports each field the files set that nodelet does not act on, when its effective value is
-// not the kubelet's default. Fields already reported for a flag are skipped.
+// fieldNotices reports each KubeletConfiguration field nodelet does not act on, with its effective value: every
+// one that holds a value, whatever it is, except a defaultOnly field at the kubelet's default. Fields already
+// reported for a flag are skipped.
 func fieldNotices(kc *kubeletconfigv1beta1.KubeletConfiguration, docs []configDoc, reported map[string]bool) ([]Notice, error) {
 	effective, err := toFields(kc)
 	if err != nil {
@@ -140,13 +155,13 @@ func fieldNotices(kc *kubeletconfigv1beta1.KubeletConfiguration, docs []configDo
 		return nil, err
 	}
 	var out []Notice
-	for _, path := range setPaths(docs) {
+	for _, path := range fieldPaths(docs) {
 		if implemented(path) || reported[path] {
 			continue
 		}
 		got, def := lookup(effective, path), lookup(defaultFields, path)
-		if got == nil && def == nil || reflect.DeepEqual(got, def) {
-			continue
+		if got == nil || defaultOnly(path) && reflect.DeepEqual(got, def) {
+			continue // unset and without a default: nothing is promised
 		}
 		out = append(out, Notice{Msg: MsgFieldNoEffect, KeysAndValues: []any{"field", path, "value", compactJSON(got)}})
 	}
@@ -154,6 +169,40 @@ func fieldNotices(kc *kubeletconfigv1beta1.KubeletConfiguration, docs []configDo
 		out = append(out, Notice{Msg: MsgFeatureGates, KeysAndValues: []any{"featureGates", kc.FeatureGates}})
 	}
 	return out, nil
+}
+
+// defaultOnly reports whether path, or a field above it, is a defaultOnlyFields entry.
+func defaultOnly(path string) bool {
+	name, _, _ := strings.Cut(path, ".")
+	return defaultOnlyFields[name]
+}
+
+// fieldPaths lists, sorted, every top-level KubeletConfiguration field and the sub-fields the documents set
+// of partially implemented fields.
+func fieldPaths(docs []configDoc) []string {
+	seen := map[string]bool{}
+	for _, name := range kubeletFieldNames() {
+		if !partialFields[name] {
+			seen[name] = true
+		}
+	}
+	for _, p := range setPaths(docs) {
+		seen[p] = true
+	}
+	return sortedKeys(seen)
+}
+
+// kubeletFieldNames are the JSON names of KubeletConfiguration's fields.
+func kubeletFieldNames() []string {
+	var out []string
+	t := reflect.TypeFor[kubeletconfigv1beta1.KubeletConfiguration]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && !f.Anonymous {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // setPaths lists, sorted, the fields the documents set: top-level names, and the sub-fields of partially

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,5 +100,23 @@ var _ = Describe("Node API through the API server", func() {
 			_ = resp.Body.Close()
 			Expect(resp.StatusCode).To(Equal(http.StatusForbidden), path)
 		}
+	})
+
+	It("serves metrics only through the authorized node API: no loopback listener by default", func() {
+		// Every hostNetwork pod shares the node's loopback; a plain listener there would hand them what
+		// port 10250 guards.
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:10247", 2*time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		Expect(err).To(HaveOccurred(), "something listens on 127.0.0.1:10247")
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // test
+		resp, err := c.Get("https://127.0.0.1:10250/metrics")
+		Expect(err).NotTo(HaveOccurred())
+		_ = resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+		code, body := nodeGet("/metrics")
+		Expect(code).To(Equal(http.StatusOK))
+		Expect(body).To(ContainSubstring("kubelet_running_pods "), "the authorized /metrics serves them")
 	})
 })
