@@ -88,7 +88,7 @@ IMAGE_ARCHS ?= $(shell go env GOARCH)
 IMAGE_TAG ?= nodelet:$(VERSION)
 
 .PHONY: image
-image: ## Build the image without Docker (go-containerregistry) into bin/nodelet-image.tar (IMAGE_ARCHS=amd64,arm64: an OCI layout bin/nodelet-image-oci).
+image: ## Build the image without Docker (go-containerregistry) into bin/nodelet-image.tar (IMAGE_ARCHS=amd64,arm64: an OCI layout bin/nodelet-image-oci); prints its digest.
 	@set -e; bins=; for a in $$(echo $(IMAGE_ARCHS) | tr , ' '); do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -trimpath -ldflags "$(LDFLAGS)" -o bin/linux-$$a/nodelet . ; \
 	  bins="$$bins$${bins:+,}linux/$$a=bin/linux-$$a/nodelet"; done; \
@@ -96,12 +96,14 @@ image: ## Build the image without Docker (go-containerregistry) into bin/nodelet
 	go run ./hack/image -bin "$$bins" -tag $(IMAGE_TAG) -version $(VERSION) $$out
 
 .PHONY: image-push
-image-push: ## Build and push the image to REGISTRY (e.g. make image-push REGISTRY=127.0.0.1:5000/nodelet), no Docker.
+PIN ?= deploy/kustomization.yaml
+
+image-push: ## Build and push the image to REGISTRY (e.g. make image-push REGISTRY=127.0.0.1:5000/nodelet), no Docker; pins deploy/ (PIN=) to the pushed digest.
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required, e.g. REGISTRY=127.0.0.1:5000/nodelet"; exit 1; }
 	@set -e; bins=; for a in $$(echo $(IMAGE_ARCHS) | tr , ' '); do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -trimpath -ldflags "$(LDFLAGS)" -o bin/linux-$$a/nodelet . ; \
 	  bins="$$bins$${bins:+,}linux/$$a=bin/linux-$$a/nodelet"; done; \
-	go run ./hack/image -bin "$$bins" -version $(VERSION) -push $(REGISTRY):$(VERSION)
+	go run ./hack/image -bin "$$bins" -version $(VERSION) -push $(REGISTRY):$(VERSION) $(if $(PIN),-pin $(PIN))
 
 .PHONY: bench-hollow
 bench-hollow: build testbins ## Hollow nodes on a real etcd + kube-apiserver: 100, 500, 1000 nodes × 10 pods (NODES=, prints figures).

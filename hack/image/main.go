@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,13 +34,15 @@ const (
 )
 
 type options struct {
-	bins    map[string]string // platform "os/arch" → binary
-	ca      string
-	tag     string
-	tarPath string
-	ociPath string
-	push    string
-	version string
+	bins       map[string]string // platform "os/arch" → binary
+	ca         string
+	tag        string
+	tarPath    string
+	ociPath    string
+	push       string
+	version    string
+	digestFile string
+	pin        string
 }
 
 func main() {
@@ -64,6 +67,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.ociPath, "oci", "", "write the image or index as an OCI image layout here")
 	fs.StringVar(&o.push, "push", "", "push to this reference, e.g. 127.0.0.1:5000/nodelet:dev")
 	fs.StringVar(&o.version, "version", "dev", "the org.opencontainers.image.version label")
+	fs.StringVar(&o.digestFile, "digest-file", "", "also write the image's (or index's) digest to this file")
+	fs.StringVar(&o.pin, "pin", "", "with -push: pin the kustomization file's nodelet image to the pushed repository and digest")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -76,6 +81,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.tarPath == "" && o.ociPath == "" && o.push == "" {
 		return o, errors.New("nothing to do: give -tar, -oci or -push")
+	}
+	if o.pin != "" && o.push == "" {
+		return o, errors.New("-pin needs -push: a digest is pinned to the repository it was pushed to")
 	}
 	if o.tarPath != "" && len(o.bins) > 1 {
 		return o, errors.New("-tar holds one architecture: use -oci or -push for several")
@@ -110,16 +118,50 @@ func run(o options) error {
 		fmt.Println("wrote", o.tarPath, o.tag)
 	}
 	idx := index(images, platforms)
+	digest, err := digestOf(images, idx)
+	if err != nil {
+		return err
+	}
+	// The digest is what a deployment pins (deploy/kustomization.yaml): the build is reproducible, so the same
+	// binaries give the same digest here, in the OCI layout and in the registry.
+	fmt.Println("digest", digest)
+	if o.digestFile != "" {
+		if err := os.WriteFile(o.digestFile, []byte(digest+"\n"), 0o644); err != nil { //nolint:gosec // a digest, not a secret
+			return err
+		}
+	}
 	if o.ociPath != "" {
 		if err := writeLayout(o.ociPath, images, idx); err != nil {
 			return err
 		}
 		fmt.Println("wrote OCI layout", o.ociPath)
 	}
-	if o.push != "" {
-		return push(o.push, images, idx)
+	if o.push == "" {
+		return nil
 	}
+	repo, err := push(o.push, images, idx)
+	if err != nil || o.pin == "" {
+		return err
+	}
+	if err := pin(o.pin, repo, digest); err != nil {
+		return fmt.Errorf("pin %s: %w", o.pin, err)
+	}
+	fmt.Println("pinned", o.pin, "to", repo+"@"+digest)
 	return nil
+}
+
+// digestOf is the digest a registry serves for what push writes: the image's manifest, or the index's.
+func digestOf(images []v1.Image, idx v1.ImageIndex) (string, error) {
+	var (
+		h   v1.Hash
+		err error
+	)
+	if len(images) == 1 {
+		h, err = images[0].Digest()
+	} else {
+		h, err = idx.Digest()
+	}
+	return h.String(), err
 }
 
 // build is the image for one platform: a single layer with the binary and the CA bundle.
@@ -201,22 +243,57 @@ func writeLayout(path string, images []v1.Image, idx v1.ImageIndex) error {
 	return err
 }
 
-func push(ref string, images []v1.Image, idx v1.ImageIndex) error {
+// push writes the image (or the index) to ref and returns ref's repository.
+func push(ref string, images []v1.Image, idx v1.ImageIndex) (string, error) {
 	var opts []name.Option
 	if strings.HasPrefix(ref, "localhost") || strings.HasPrefix(ref, "127.0.0.1") {
 		opts = append(opts, name.Insecure)
 	}
 	r, err := name.ParseReference(ref, opts...)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(images) == 1 {
 		err = remote.Write(r, images[0])
 	} else {
 		err = remote.WriteIndex(r, idx)
 	}
-	if err == nil {
-		fmt.Println("pushed", r.String())
+	if err != nil {
+		return "", err
 	}
-	return err
+	fmt.Println("pushed", r.String())
+	return r.Context().Name(), nil
+}
+
+// pin rewrites the kustomization file's `images` entry named nodelet to newName repo and digest (in place of
+// a tag), keeping the rest of the file as it is.
+func pin(path, repo, digest string) error {
+	data, err := os.ReadFile(path) //nolint:gosec // the build's own file
+	if err != nil {
+		return err
+	}
+	out, err := pinImage(string(data), repo, digest)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(out), 0o644) //nolint:gosec // a kustomization, read by everyone
+}
+
+// pinImage is pin on the file's text: the lines of the `- name: nodelet` entry after its name become
+// newName and digest.
+func pinImage(text, repo, digest string) (string, error) {
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "- name: nodelet" {
+			continue
+		}
+		indent := l[:strings.Index(l, "-")] + "  "
+		end := i + 1
+		for end < len(lines) && strings.HasPrefix(lines[end], indent) {
+			end++
+		}
+		entry := []string{indent + "newName: " + repo + "\n", indent + "digest: " + digest + "\n"}
+		return strings.Join(slices.Concat(lines[:i+1], entry, lines[end:]), ""), nil
+	}
+	return "", errors.New("no images entry named nodelet")
 }

@@ -3,11 +3,17 @@ package main
 import (
 	"archive/tar"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -93,5 +99,71 @@ func layerFiles(t *testing.T, img v1.Image) map[string]string {
 		}
 		b, _ := io.ReadAll(tr)
 		files[h.Name] = string(b)
+	}
+}
+
+// -push prints and writes the digest a registry then serves, and -pin rewrites a kustomization to that
+// repository and digest, tag gone.
+func TestPushPinsTheDigest(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	bin, ca := filepath.Join(dir, "nodelet"), filepath.Join(dir, "ca.crt")
+	for _, f := range []string{bin, ca} {
+		if err := os.WriteFile(f, []byte(f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kust := filepath.Join(dir, "kustomization.yaml")
+	if err := os.WriteFile(kust, []byte("# pinned\nimages:\n- name: nodelet\n  newName: example.org/nodelet\n  newTag: latest\nresources:\n- base\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	digestFile := filepath.Join(dir, "digest")
+	o, err := parseFlags([]string{"-bin", "linux/amd64=" + bin, "-ca-certificates", ca, "-push", "127.0.0.1" + strings.TrimPrefix(host, "127.0.0.1") + "/nodelet:v1",
+		"-digest-file", digestFile, "-pin", kust})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(digestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := strings.TrimSpace(string(raw))
+	ref, err := name.ParseReference(host+"/nodelet@"+digest, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Image(ref); err != nil {
+		t.Errorf("the registry does not serve the printed digest %s: %v", digest, err)
+	}
+	got, err := os.ReadFile(kust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# pinned\nimages:\n- name: nodelet\n  newName: " + host + "/nodelet\n  digest: " + digest + "\nresources:\n- base\n"
+	if string(got) != want {
+		t.Errorf("pinned kustomization:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// deploy/ runs the image it names by digest, never by a tag that can move, and pulls it Always.
+func TestDeployPinsByDigest(t *testing.T) {
+	kust, err := os.ReadFile("../../deploy/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^  digest: sha256:[0-9a-f]{64}$`).Match(kust) || strings.Contains(string(kust), "newTag:") {
+		t.Errorf("deploy/kustomization.yaml does not pin nodelet's image by digest:\n%s", kust)
+	}
+	ds, err := os.ReadFile("../../deploy/base/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ds), "imagePullPolicy: Always") {
+		t.Error("the DaemonSet does not pull its image Always")
 	}
 }
