@@ -38,7 +38,7 @@ type Config struct {
 
 	// CloudProvider is --cloud-provider: "" or "external".
 	CloudProvider string
-	// Recorded for the node credential work (issue 12): TLS bootstrap, the lock file. CertDir also holds
+	// Node credentials: TLS bootstrap (nodecreds) and the lock file (lockfile). CertDir also holds
 	// the self-signed serving certificate; "" means <root-dir>/pki.
 	BootstrapKubeconfig  string // --bootstrap-kubeconfig
 	CertDir              string // --cert-dir
