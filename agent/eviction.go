@@ -35,8 +35,8 @@ func (e *evictionAdmission) Admit(pod *corev1.Pod) (bool, string, string) {
 
 // evictionManager is the kubelet's eviction manager on a real node: the node API's stats summary gives
 // its signals, the pod workers its candidates, and the garbage collectors reclaim disk first. It runs
-// with the node and becomes the node's pressure source and an admission handler. Without thresholds the
-// kubelet has nothing to do: neither has nodelet.
+// with the node and becomes the node's pressure source and an admission handler. Without thresholds and
+// without localStorageCapacityIsolation the kubelet has nothing to do: neither has nodelet.
 func (a *Agent) evictionManager(rec record.EventRecorder, srv *server.Server, pods *podlifecycle.Reconciler,
 	images *imagegc.Manager, containers *containergc.Collector) error {
 	kc := &a.cfg.Kubelet
@@ -44,13 +44,15 @@ func (a *Agent) evictionManager(rec record.EventRecorder, srv *server.Server, po
 	if err != nil {
 		return err
 	}
-	if len(thresholds) == 0 {
+	isolation := kc.LocalStorageCapacityIsolation == nil || *kc.LocalStorageCapacityIsolation
+	if len(thresholds) == 0 && !isolation {
 		return nil
 	}
 	opts := eviction.Options{
 		NodeName: a.cfg.NodeName, Thresholds: thresholds,
-		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
-		MaxPodGracePeriodSeconds: int64(kc.EvictionMaxPodGracePeriod),
+		PressureTransitionPeriod:      kc.EvictionPressureTransitionPeriod.Duration,
+		MaxPodGracePeriodSeconds:      int64(kc.EvictionMaxPodGracePeriod),
+		LocalStorageCapacityIsolation: isolation,
 	}
 	if kc.KernelMemcgNotification {
 		if unified, err := podcgroups.IsUnified(podcgroups.DefaultRoot); err == nil && !unified {

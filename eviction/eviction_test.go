@@ -18,6 +18,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -35,10 +36,13 @@ type fakeNode struct {
 	fsAvail    int64
 	fsCapacity int64
 	podMemory  map[types.UID]int64
-	pods       []*corev1.Pod
-	kills      []kill
-	reclaimed  int64 // bytes freed by each node-level reclaim
-	reclaims   []string
+	// podFs adds a pod's filesystem figures to its stats.
+	podFs     map[types.UID]func(*statsapi.PodStats)
+	summaries int
+	pods      []*corev1.Pod
+	kills     []kill
+	reclaimed int64 // bytes freed by each node-level reclaim
+	reclaims  []string
 }
 
 type kill struct {
@@ -66,8 +70,12 @@ func (n *fakeNode) Summary(context.Context) (*statsapi.Summary, error) {
 			ps.Containers = append(ps.Containers, statsapi.ContainerStats{Name: c.Name,
 				Memory: &statsapi.MemoryStats{Time: now, WorkingSetBytes: u64(ws)}})
 		}
+		if f := n.podFs[p.UID]; f != nil {
+			f(&ps)
+		}
 		sum.Pods = append(sum.Pods, ps)
 	}
+	n.summaries++
 	return sum, nil
 }
 
@@ -136,6 +144,8 @@ func pod(name string, priority int32, memRequest string) *corev1.Pod {
 	return p
 }
 
+// newTestManager builds a manager on a fake node from kc; localStorageCapacityIsolation is off unless kc
+// sets it.
 func newTestManager(t *testing.T, kc *kubeletconfigv1beta1.KubeletConfiguration) (*Manager, *fakeNode, *events, *prometheus.Registry) {
 	t.Helper()
 	ts, err := Thresholds(kc)
@@ -143,11 +153,13 @@ func newTestManager(t *testing.T, kc *kubeletconfigv1beta1.KubeletConfiguration)
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	node := &fakeNode{clock: clk, memAvail: 4 * gi, memWS: 4 * gi, fsAvail: 50 * gi, fsCapacity: 100 * gi, podMemory: map[types.UID]int64{}}
+	node := &fakeNode{clock: clk, memAvail: 4 * gi, memWS: 4 * gi, fsAvail: 50 * gi, fsCapacity: 100 * gi,
+		podMemory: map[types.UID]int64{}, podFs: map[types.UID]func(*statsapi.PodStats){}}
 	ev := &events{}
 	reg := prometheus.NewRegistry()
 	m, err := New(Options{NodeName: "node-a", Thresholds: ts, PressureTransitionPeriod: 5 * time.Minute,
-		MaxPodGracePeriodSeconds: int64(kc.EvictionMaxPodGracePeriod)},
+		MaxPodGracePeriodSeconds:      int64(kc.EvictionMaxPodGracePeriod),
+		LocalStorageCapacityIsolation: ptr.Deref(kc.LocalStorageCapacityIsolation, false)},
 		Deps{Stats: node, Pods: node, ImageGC: node, ContainerGC: node, Recorder: ev, Clock: clk, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -155,15 +167,29 @@ func newTestManager(t *testing.T, kc *kubeletconfigv1beta1.KubeletConfiguration)
 	return m, node, ev, reg
 }
 
-// step moves the clock and runs one pass.
-func step(t *testing.T, m *Manager, node *fakeNode, d time.Duration) *corev1.Pod {
+// pass moves the clock and runs one pass; it returns the pods evicted.
+func pass(t *testing.T, m *Manager, node *fakeNode, d time.Duration) []*corev1.Pod {
 	t.Helper()
 	node.clock.Step(d)
-	p, err := m.synchronize(context.Background())
+	ps, err := m.synchronize(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return ps
+}
+
+// step is a pass that evicts one pod at most, returned.
+func step(t *testing.T, m *Manager, node *fakeNode, d time.Duration) *corev1.Pod {
+	t.Helper()
+	switch ps := pass(t, m, node, d); len(ps) {
+	case 0:
+		return nil
+	case 1:
+		return ps[0]
+	default:
+		t.Fatalf("one pass evicted %d pods", len(ps))
+		return nil
+	}
 }
 
 func TestHardMemoryThresholdEvictsTheRankedPodAtOnce(t *testing.T) {

@@ -83,6 +83,9 @@ type Options struct {
 	// notification wakes the manager as soon as memory.available crosses a memory threshold
 	// (kernelMemcgNotification).
 	MemoryCgroup string
+	// LocalStorageCapacityIsolation (localStorageCapacityIsolation) enforces, on every pass before the
+	// thresholds, emptyDir sizeLimits and the pods' and containers' ephemeral-storage limits.
+	LocalStorageCapacityIsolation bool
 }
 
 // Deps are the Manager's collaborators. Stats, Pods and Clock are required; ImageGC and ContainerGC
@@ -168,19 +171,20 @@ func (m *Manager) Admit(pod *corev1.Pod) (ok bool, reason, msg string) {
 }
 
 // Start runs the control loop until ctx ends: a pass every MonitoringInterval, or at once when the memory
-// threshold notifier fires; after an eviction it waits (30 s at most) until the pod is cleaned up.
+// threshold notifier fires; after an eviction it waits (30 s at most) until the pods are cleaned up.
 func (m *Manager) Start(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("eviction")
 	ctx = logr.NewContext(ctx, log)
-	log.Info("Eviction manager: starting control loop", "thresholds", len(m.opts.Thresholds))
+	log.Info("Eviction manager: starting control loop", "thresholds", len(m.opts.Thresholds),
+		"localStorageCapacityIsolation", m.opts.LocalStorageCapacityIsolation)
 	defer m.stopNotifier()
 	for {
 		evicted, err := m.synchronize(ctx)
 		if err != nil {
 			log.Error(err, "Eviction manager: failed to synchronize")
 		}
-		if evicted != nil {
-			log.Info("Eviction manager: pods evicted, waiting for pod to be cleaned up", "pod", klogRef(evicted))
+		if len(evicted) > 0 {
+			log.Info("Eviction manager: pods evicted, waiting for pod to be cleaned up", "pods", podNames(evicted))
 			m.waitForCleanup(ctx, evicted)
 			if ctx.Err() != nil {
 				return nil
@@ -202,8 +206,8 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func klogRef(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
-// waitForCleanup polls every second, for 30 s at most, until the evicted pod is cleaned up.
-func (m *Manager) waitForCleanup(ctx context.Context, pod *corev1.Pod) {
+// waitForCleanup polls every second, for 30 s at most, until every evicted pod is cleaned up.
+func (m *Manager) waitForCleanup(ctx context.Context, pods []*corev1.Pod) {
 	log := logr.FromContextOrDiscard(ctx)
 	timeout := m.deps.Clock.NewTimer(podCleanupTimeout)
 	defer timeout.Stop()
@@ -214,13 +218,23 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *corev1.Pod) {
 		case <-ctx.Done():
 			return
 		case <-timeout.C():
-			log.Info("Eviction manager: timed out waiting for pods to be cleaned up", "pod", klogRef(pod))
+			log.Info("Eviction manager: timed out waiting for pods to be cleaned up", "pods", podNames(pods))
 			return
 		case <-tick.C():
-			if m.deps.Pods.PodCleanedUp(pod.UID) {
-				log.Info("Eviction manager: pods successfully cleaned up", "pod", klogRef(pod))
+			if m.cleanedUp(pods) {
+				log.Info("Eviction manager: pods successfully cleaned up", "pods", podNames(pods))
 				return
 			}
 		}
 	}
+}
+
+// cleanedUp reports whether nothing of any of the pods is left running.
+func (m *Manager) cleanedUp(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if !m.deps.Pods.PodCleanedUp(p.UID) {
+			return false
+		}
+	}
+	return true
 }

@@ -117,7 +117,7 @@ func rankPIDs(pods []*corev1.Pod, stats podStats) {
 type fsParts struct{ rootfs, logs, volumes bool }
 
 // diskUsage is a pod's use of the parts in bytes or, for inodes, in inodes: its containers' writable layers
-// and logs, its local volumes.
+// and logs, its local volumes (the kubelet's: hostPath and local ephemeral volumes).
 func diskUsage(inodes bool, parts fsParts) func(*corev1.Pod, statsapi.PodStats) int64 {
 	pick := func(fs *statsapi.FsStats) int64 { return fsUsed(fs, inodes) }
 	return func(pod *corev1.Pod, s statsapi.PodStats) int64 {
@@ -134,8 +134,8 @@ func diskUsage(inodes bool, parts fsParts) func(*corev1.Pod, statsapi.PodStats) 
 			return sum
 		}
 		local := map[string]bool{}
-		for _, v := range pod.Spec.Volumes {
-			if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory || v.ConfigMap != nil || v.GitRepo != nil {
+		for i := range pod.Spec.Volumes {
+			if v := &pod.Spec.Volumes[i]; v.HostPath != nil || podrules.IsLocalEphemeralVolume(v) {
 				local[v.Name] = true
 			}
 		}

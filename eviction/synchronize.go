@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -12,13 +13,15 @@ import (
 )
 
 // synchronize is one pass of the kubelet's eviction manager: observe, decide which thresholds are met
-// (grace periods, minimum reclaim, transition period), publish the node conditions, and when a threshold
-// acts, reclaim node-level resources or evict one pod. It returns the evicted pod, if any.
-func (m *Manager) synchronize(ctx context.Context) (*corev1.Pod, error) {
+// (grace periods, minimum reclaim, transition period), publish the node conditions; then, with
+// localStorageCapacityIsolation, evict every pod over a local storage limit; if none was, and a threshold
+// acts, reclaim node-level resources or evict one pod. It returns the evicted pods.
+func (m *Manager) synchronize(ctx context.Context) ([]*corev1.Pod, error) {
 	log := logr.FromContextOrDiscard(ctx)
-	if len(m.opts.Thresholds) == 0 {
+	if len(m.opts.Thresholds) == 0 && !m.opts.LocalStorageCapacityIsolation {
 		return nil, nil
 	}
+	pods := m.deps.Pods.ActivePods()
 	sum, err := m.deps.Stats.Summary(ctx)
 	if err != nil {
 		log.Error(err, "Eviction manager: failed to get summary stats")
@@ -27,7 +30,27 @@ func (m *Manager) synchronize(ctx context.Context) (*corev1.Pod, error) {
 	now := m.deps.Clock.Now()
 	m.updateNotifier(ctx, sum.Node.Memory, now)
 	obs, stats := observe(sum)
+	acting := m.updateThresholds(obs, now)
 
+	if m.opts.LocalStorageCapacityIsolation {
+		if evicted := m.localStorageEviction(ctx, pods, stats); len(evicted) > 0 {
+			return evicted, nil
+		}
+	}
+	if len(acting) == 0 {
+		log.V(3).Info("Eviction manager: no resources are starved")
+		return nil, nil
+	}
+	if p := m.evictForThreshold(ctx, acting, pods, obs, stats, now); p != nil {
+		return []*corev1.Pod{p}, nil
+	}
+	return nil, nil
+}
+
+// updateThresholds records which thresholds the observations meet (grace periods, minimum reclaim) and the
+// node conditions they report (transition period), and returns those that act on this pass: met for their
+// grace period, on figures newer than the last pass's.
+func (m *Manager) updateThresholds(obs observations, now time.Time) []Threshold {
 	thresholds := met(m.opts.Thresholds, obs, false)
 	m.mu.RLock()
 	previous := m.thresholdsMet
@@ -42,15 +65,16 @@ func (m *Manager) synchronize(ctx context.Context) (*corev1.Pod, error) {
 	thresholds = graceMet(thresholds, firstAt, now)
 
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.conditions, m.firstObservedAt, m.lastObservedAt, m.thresholdsMet = conditions, firstAt, lastAt, thresholds
-	acting := updatedStats(thresholds, obs, lastObs)
 	m.lastObs = obs
-	m.mu.Unlock()
+	return updatedStats(thresholds, obs, lastObs)
+}
 
-	if len(acting) == 0 {
-		log.V(3).Info("Eviction manager: no resources are starved")
-		return nil, nil
-	}
+// evictForThreshold acts on the first acting threshold by eviction priority: node-level reclaim first,
+// then the eviction of the first pod of its ranking that can be evicted, which it returns.
+func (m *Manager) evictForThreshold(ctx context.Context, acting []Threshold, pods []*corev1.Pod, obs observations, stats podStats, now time.Time) *corev1.Pod {
+	log := logr.FromContextOrDiscard(ctx)
 	byEvictionPriority(acting)
 	t := acting[0]
 	res := signalResource[t.Signal]
@@ -60,18 +84,17 @@ func (m *Manager) synchronize(ctx context.Context) (*corev1.Pod, error) {
 	}
 	if m.reclaimNodeLevel(ctx, t.Signal) {
 		log.Info("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", res)
-		return nil, nil
+		return nil
 	}
 	log.Info("Eviction manager: must evict pod(s) to reclaim", "resourceName", res)
-	pods := m.deps.Pods.ActivePods()
 	if len(pods) == 0 {
 		log.Error(nil, "Eviction manager: eviction thresholds have been met, but no pods are active to evict")
-		return nil, nil
+		return nil
 	}
 	rank := rankFor(t.Signal, m.dedicatedImageFs(ctx))
 	if rank == nil {
 		log.Error(nil, "Eviction manager: no ranking function for signal", "threshold", t.Signal)
-		return nil, nil
+		return nil
 	}
 	rank(pods, stats)
 	log.Info("Eviction manager: pods ranked for eviction", "pods", podNames(pods))
@@ -82,13 +105,19 @@ func (m *Manager) synchronize(ctx context.Context) (*corev1.Pod, error) {
 	}
 	for _, pod := range pods {
 		msg, ann := message(res, pod, stats, acting, obs)
-		if m.evict(ctx, pod, m.evictionGrace(t, pod), msg, ann) {
+		if m.evict(ctx, pod, m.evictionGrace(t, pod), msg, ann, disruptionTarget(pod, msg)) {
 			m.metrics.evictions.WithLabelValues(t.Signal).Inc()
-			return pod, nil
+			return pod
 		}
 	}
 	log.Info("Eviction manager: unable to evict any pods from the node")
-	return nil, nil
+	return nil
+}
+
+// disruptionTarget is the condition of a pod evicted for a threshold.
+func disruptionTarget(pod *corev1.Pod, msg string) *corev1.PodCondition {
+	return &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonTerminationByKubelet, Message: msg, ObservedGeneration: pod.Generation}
 }
 
 // evictionGrace is the grace period of a pod evicted for t: 1 s for a hard threshold, else the smaller of
@@ -104,8 +133,8 @@ func (m *Manager) evictionGrace(t Threshold, pod *corev1.Pod) int64 {
 	return grace
 }
 
-// evict kills one pod with the eviction's status, unless it is critical.
-func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, grace int64, msg string, ann map[string]string) bool {
+// evict kills one pod with the eviction's status (and condition, when one is given), unless it is critical.
+func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, grace int64, msg string, ann map[string]string, cond *corev1.PodCondition) bool {
 	log := logr.FromContextOrDiscard(ctx)
 	if podrules.IsCriticalPod(pod) {
 		log.Error(nil, "Eviction manager: cannot evict a critical pod", "pod", klogRef(pod))
@@ -114,8 +143,6 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, grace int64, msg s
 	if r := m.deps.Recorder; r != nil {
 		r.AnnotatedEventf(pod, ann, corev1.EventTypeWarning, Reason, "%s", msg)
 	}
-	cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
-		Reason: corev1.PodReasonTerminationByKubelet, Message: msg, ObservedGeneration: pod.Generation}
 	m.deps.Pods.KillPod(pod, grace, Reason, msg, cond)
 	log.Info("Eviction manager: pod is evicted successfully", "pod", klogRef(pod), "gracePeriod", grace, "message", msg)
 	return true
