@@ -32,11 +32,33 @@ func (s *Server) podSummaries(ctx context.Context, cpuAndMemoryOnly bool) ([]sta
 		return nil, err
 	}
 	defer s.cpu.prune()
+	var specs map[types.UID]*corev1.Pod
+	if !cpuAndMemoryOnly {
+		specs = s.podSpecs(ctx)
+	}
 	pods := make([]statsapi.PodStats, 0, len(v.sandboxes))
 	for _, sb := range v.sandboxes {
-		pods = append(pods, s.podStats(sb, v, cpuAndMemoryOnly))
+		pods = append(pods, s.podStats(sb, v, cpuAndMemoryOnly, specs[types.UID(sb.GetMetadata().GetUid())]))
 	}
 	return pods, nil
+}
+
+// podSpecs are the node's pods by UID, for the volumes their ephemeral storage counts (none when they
+// cannot be listed: the ephemeral storage is then the containers' alone).
+func (s *Server) podSpecs(ctx context.Context) map[types.UID]*corev1.Pod {
+	if s.opts.Pods == nil {
+		return nil
+	}
+	list, err := s.opts.Pods.List(ctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(4).Info("No pod specs for the summary's ephemeral storage", "err", err.Error())
+		return nil
+	}
+	out := make(map[types.UID]*corev1.Pod, len(list))
+	for i := range list {
+		out[list[i].UID] = &list[i]
+	}
+	return out
 }
 
 func (s *Server) readRuntime(ctx context.Context) (*runtimeView, error) {
@@ -86,7 +108,8 @@ func (s *Server) sandboxStats(ctx context.Context) map[string]*runtimeapi.LinuxP
 	return out
 }
 
-func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemoryOnly bool) statsapi.PodStats {
+// podStats are one pod's figures; spec, when known, says which of its volumes are local ephemeral storage.
+func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemoryOnly bool, spec *corev1.Pod) statsapi.PodStats {
 	md := sb.GetMetadata()
 	ps := statsapi.PodStats{
 		PodRef:     statsapi.PodReference{Name: md.GetName(), Namespace: md.GetNamespace(), UID: md.GetUid()},
@@ -115,10 +138,10 @@ func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemor
 	}
 	s.cpu.fill("pod/"+md.GetUid(), ps.CPU)
 	if !cpuAndMemoryOnly {
-		ps.EphemeralStorage = sumFs(ps.Containers)
 		if s.opts.PodVolumeStats != nil {
 			ps.VolumeStats = s.opts.PodVolumeStats(types.UID(md.GetUid()))
 		}
+		ps.EphemeralStorage = ephemeralStorage(ps.Containers, ps.VolumeStats, spec)
 	}
 	return ps
 }

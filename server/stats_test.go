@@ -122,6 +122,34 @@ func TestStatsSummary(t *testing.T) {
 	}
 }
 
+// A pod's ephemeral storage counts its local ephemeral volumes (a disk emptyDir, a configMap), as the
+// kubelet's summary: not a memory-backed emptyDir, a secret or a volume the spec does not name.
+func TestStatsSummaryEphemeralStorageCountsLocalVolumes(t *testing.T) {
+	e, _ := newStatsEnv(t)
+	vol := func(name string, src corev1.VolumeSource) corev1.Volume { return corev1.Volume{Name: name, VolumeSource: src} }
+	e.pods.mu.Lock()
+	e.pods.pods[0].Spec.Volumes = []corev1.Volume{
+		vol("scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}),
+		vol("cache", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}),
+		vol("config", corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}),
+		vol("creds", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}),
+	}
+	e.pods.mu.Unlock()
+	e.s.opts.PodVolumeStats = func(types.UID) []statsapi.VolumeStats {
+		v := func(name string, used uint64) statsapi.VolumeStats {
+			return statsapi.VolumeStats{Name: name, FsStats: statsapi.FsStats{UsedBytes: &used, InodesUsed: ptr.To(uint64(1))}}
+		}
+		return []statsapi.VolumeStats{v("scratch", 1<<20), v("cache", 1<<30), v("config", 8192), v("creds", 1<<30), v("gone", 1<<30)}
+	}
+	p := getSummary(t, e, "").Pods[0]
+	if want := uint64(4096 + 100 + 1<<20 + 8192); p.EphemeralStorage == nil || *p.EphemeralStorage.UsedBytes != want {
+		t.Errorf("pod ephemeral storage %+v, want writable layers, logs, scratch and config (%d)", p.EphemeralStorage, want)
+	}
+	if len(p.VolumeStats) != 5 {
+		t.Errorf("volume stats %+v: every measured volume is reported", p.VolumeStats)
+	}
+}
+
 func TestStatsSummaryCPUAndMemoryOnly(t *testing.T) {
 	e, _ := newStatsEnv(t)
 	e.rt.sandboxStats = []*runtimeapi.PodSandboxStats{{

@@ -1,7 +1,10 @@
 package server
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // sumCPU adds the containers' cumulative CPU; nil when none reports it. The time is the newest reading.
@@ -42,7 +45,38 @@ func sumMemory(cs []statsapi.ContainerStats) *statsapi.MemoryStats {
 	return out
 }
 
-// sumFs is a pod's ephemeral storage: its containers' writable layers and logs.
+// ephemeralStorage is a pod's local ephemeral storage as the kubelet's summary counts it: its containers'
+// writable layers and logs, and its local ephemeral volumes (podrules.IsLocalEphemeralVolume; none when
+// the pod's spec is unknown).
+func ephemeralStorage(cs []statsapi.ContainerStats, vols []statsapi.VolumeStats, pod *corev1.Pod) *statsapi.FsStats {
+	out := sumFs(cs)
+	if pod == nil {
+		return out
+	}
+	local := map[string]bool{}
+	for i := range pod.Spec.Volumes {
+		if podrules.IsLocalEphemeralVolume(&pod.Spec.Volumes[i]) {
+			local[pod.Spec.Volumes[i].Name] = true
+		}
+	}
+	for i := range vols {
+		if !local[vols[i].Name] {
+			continue
+		}
+		fs := &vols[i].FsStats
+		if out == nil {
+			out = &statsapi.FsStats{Time: fs.Time}
+		}
+		out.UsedBytes = addTo(out.UsedBytes, fs.UsedBytes)
+		out.InodesUsed = addTo(out.InodesUsed, fs.InodesUsed)
+		if fs.Time.After(out.Time.Time) {
+			out.Time = fs.Time
+		}
+	}
+	return out
+}
+
+// sumFs is what a pod's containers' writable layers and logs use.
 func sumFs(cs []statsapi.ContainerStats) *statsapi.FsStats {
 	var out *statsapi.FsStats
 	for _, c := range cs {
