@@ -84,6 +84,8 @@ type podVolumes struct {
 	done   map[string]bool
 	tokens map[string]*authenticationv1.TokenRequest
 	ready  atomic.Bool
+	// limited: the pod's local storage has a limit (its volumes are measured more often).
+	limited atomic.Bool
 }
 
 // SetUp makes every volume of the pod ready and current. It is idempotent and meant to be called on
@@ -93,6 +95,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	pv := m.state(pod.UID, true)
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
+	pv.limited.Store(podrules.HasLocalStorageLimit(pod))
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]

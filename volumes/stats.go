@@ -19,6 +19,12 @@ import (
 // kubelet's volumeStatsAggPeriod default).
 const StatsPeriod = time.Minute
 
+// LimitedStatsPeriod is StatsPeriod for a pod whose local storage has a limit (an emptyDir sizeLimit or an
+// ephemeral-storage limit, podrules.HasLocalStorageLimit): shorter than the eviction manager's 10 s pass,
+// so that each pass sees the volumes as they are and a pod past its limit is evicted within seconds, not
+// minutes. The walk is bounded by the limit itself: a pod past it is evicted.
+const LimitedStatsPeriod = 5 * time.Second
+
 // statsPlugins are the plugin directories whose volumes use the node's disk: their usage is measured.
 var statsPlugins = []string{pluginEmptyDir, pluginConfigMap, pluginSecret, pluginDownwardAPI, pluginProjected}
 
@@ -36,12 +42,16 @@ type measuredVolumes struct {
 // Stats is the usage of the pod's volumes that live in its directory (emptyDir, configMap, secret,
 // downwardAPI, projected), as the kubelet's volume stats report them: bytes in use (blocks allocated) and
 // inodes, with the capacity and free space of the filesystem holding them. A pod's figures are measured
-// at most once per StatsPeriod.
+// at most once per StatsPeriod, or LimitedStatsPeriod when its local storage has a limit.
 func (m *Manager) Stats(uid types.UID) []statsapi.VolumeStats {
 	now := m.clock().Now()
+	period := StatsPeriod
+	if pv := m.state(uid, false); pv != nil && pv.limited.Load() {
+		period = LimitedStatsPeriod
+	}
 	m.statsCache.mu.Lock()
 	defer m.statsCache.mu.Unlock()
-	if c, ok := m.statsCache.pods[uid]; ok && now.Sub(c.at) < StatsPeriod {
+	if c, ok := m.statsCache.pods[uid]; ok && now.Sub(c.at) < period {
 		return c.stats
 	}
 	stats := m.measure(uid, now)

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -42,5 +45,39 @@ func TestStats(t *testing.T) {
 	}
 	if st := m.Stats("../etc"); st != nil {
 		t.Errorf("an invalid UID was measured: %+v", st)
+	}
+}
+
+// A pod whose local storage has a limit has its volumes measured every LimitedStatsPeriod, so that the
+// eviction manager sees an emptyDir past its sizeLimit within seconds.
+func TestStatsOfALimitedPodAreFresher(t *testing.T) {
+	env := newTestEnv(t)
+	limit := resource.MustParse("10Mi")
+	limited := newPod(vol("scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}))
+	plain := newPod(vol("scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}))
+	plain.UID = "uid-2"
+	for _, p := range []*corev1.Pod{limited, plain} {
+		mustSetUp(t, env.m, p)
+	}
+	used := func(uid types.UID) uint64 {
+		st := env.m.Stats(uid)
+		if len(st) != 1 {
+			t.Fatalf("%s: stats %+v", uid, st)
+		}
+		return *st[0].UsedBytes
+	}
+	before := map[types.UID]uint64{"uid-1": used("uid-1"), "uid-2": used("uid-2")}
+	for _, uid := range []types.UID{"uid-1", "uid-2"} {
+		f := filepath.Join(env.m.RootDir, "pods", string(uid), "volumes", pluginEmptyDir, "scratch", "fill")
+		if err := os.WriteFile(f, make([]byte, 1<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.clock.Step(LimitedStatsPeriod)
+	if got := used("uid-1"); got < before["uid-1"]+1<<20 {
+		t.Errorf("limited pod after %s: %d bytes, want the new MiB counted", LimitedStatsPeriod, got)
+	}
+	if got := used("uid-2"); got != before["uid-2"] {
+		t.Errorf("unlimited pod measured again after %s (%d bytes): its period is %s", LimitedStatsPeriod, got, StatsPeriod)
 	}
 }
