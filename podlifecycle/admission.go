@@ -74,12 +74,14 @@ func admitOS(pod *corev1.Pod, nodeOS string) admissionResult {
 }
 
 // admitResources checks the pod count, then CPU, memory and ephemeral storage against the node's
-// allocatable minus what the admitted pods request.
+// allocatable minus what the admitted pods request. A resource the node's allocatable lacks has none
+// (the scheduler's fit, as the kubelet runs it): without localStorageCapacityIsolation the node has no
+// ephemeral-storage, and a pod requesting some is rejected. Before the node is known nothing is checked.
 func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
-	alloc := corev1.ResourceList{}
-	if node != nil {
-		alloc = node.Status.Allocatable
+	if node == nil {
+		return admissionResult{admit: true}
 	}
+	alloc := node.Status.Allocatable
 	if q, ok := alloc[corev1.ResourcePods]; ok && int64(len(admitted))+1 > q.Value() {
 		return insufficient(corev1.ResourcePods, 1, int64(len(admitted)), q.Value())
 	}
@@ -89,9 +91,9 @@ func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) 
 		addResources(used, podrules.PodRequests(p, podrules.ResourceOptions{}))
 	}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
-		capacity, ok := alloc[name]
+		capacity := alloc[name]
 		req := want[name]
-		if !ok || req.IsZero() {
+		if req.IsZero() {
 			continue
 		}
 		u := used[name]

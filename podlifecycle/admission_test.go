@@ -225,3 +225,29 @@ func assertAdmission(t *testing.T, res admissionResult, reason, message string) 
 		t.Fatalf("message = %q\nwant      %q", res.message, message)
 	}
 }
+
+// Ephemeral storage requests are checked against the node's allocatable as the kubelet's predicate: a
+// node without ephemeral-storage (localStorageCapacityIsolation off) has none to give.
+func TestAdmitEphemeralStorage(t *testing.T) {
+	storage := func(req string) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+		if req != "" {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(req)}
+		}
+		return p
+	}
+	node := func(alloc corev1.ResourceList) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Allocatable: alloc}}
+	}
+	withStorage := node(corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("10Gi")})
+	without := node(corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")})
+	admitted := []*corev1.Pod{storage("5Gi")}
+	assertAdmission(t, admitResources(storage("5Gi"), withStorage, admitted), "", "")
+	assertAdmission(t, admitResources(storage("6Gi"), withStorage, admitted), "OutOfephemeral-storage",
+		"Node didn't have enough resource: ephemeral-storage, requested: 6442450944, used: 5368709120, capacity: 10737418240")
+	assertAdmission(t, admitResources(storage("1Gi"), without, nil), "OutOfephemeral-storage",
+		"Node didn't have enough resource: ephemeral-storage, requested: 1073741824, used: 0, capacity: 0")
+	assertAdmission(t, admitResources(storage(""), without, nil), "", "")
+	assertAdmission(t, admitResources(storage("1Gi"), nil, nil), "", "")
+}
