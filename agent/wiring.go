@@ -273,5 +273,6 @@ func (a *Agent) nodeReconciler(rec record.EventRecorder, ips []net.IP) (*control
 	if a.eviction != nil {
 		r.Pressure = a.eviction
 	}
+	r.NoEphemeralStorage = kc.LocalStorageCapacityIsolation != nil && !*kc.LocalStorageCapacityIsolation
 	return r, nil
 }

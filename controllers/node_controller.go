@@ -82,6 +82,10 @@ type NodeReconciler struct {
 	// Pressure reports the pressure conditions; nil reports none (a simulated node).
 	Pressure PressureSource
 
+	// NoEphemeralStorage leaves ephemeral-storage out of capacity and allocatable
+	// (localStorageCapacityIsolation: false, as the kubelet).
+	NoEphemeralStorage bool
+
 	UpdateFrequency time.Duration
 	ReportFrequency time.Duration
 

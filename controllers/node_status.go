@@ -40,13 +40,16 @@ type observation struct {
 	healthErrs    []error
 }
 
-// capacity is the node's resources before reservations.
+// capacity is the node's resources before reservations; ephemeral-storage (the root dir's filesystem)
+// only with localStorageCapacityIsolation.
 func (r *NodeReconciler) capacity(o observation) corev1.ResourceList {
 	c := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(o.info.NumCPU, resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(o.info.MemoryBytes, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(r.MaxPods, resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(o.signals.NodeFsCapacityBytes, resource.BinarySI),
+		corev1.ResourceCPU:    *resource.NewQuantity(o.info.NumCPU, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(o.info.MemoryBytes, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(r.MaxPods, resource.DecimalSI),
+	}
+	if !r.NoEphemeralStorage {
+		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(o.signals.NodeFsCapacityBytes, resource.BinarySI)
 	}
 	for size, bytes := range o.info.HugePages {
 		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + resource.NewQuantity(size, resource.BinarySI).String())
