@@ -13,8 +13,9 @@ import (
 var hostSizes = []int64{2 << 20, 1 << 30}
 
 // A pod that requests 4Mi of 2Mi pages: its cgroup gets that limit for 2MB and 0 for 1GB, as the kubelet's
-// ResourceConfigForPod and runc write them (every host size present, 0 where not requested); the QoS cgroups
-// get 1<<62 for each size and kubepods the node's pre-allocated pages. Both drivers, cgroup v1 and v2.
+// ResourceConfigForPod and runc write them (every host size present, 0 where not requested); kubepods gets the
+// node's pre-allocated pages at start, then, with the QoS cgroups, 1<<62 for each size (the kubelet's QoS
+// manager updates kubepods as the Guaranteed tier). Both drivers, cgroup v1 and v2.
 func TestHugetlbLimits(t *testing.T) {
 	const pod = "/kubepods/burstable/pod12-ab"
 	res := podrules.PodCgroup{CPUShares: 2, HugePageLimits: map[int64]int64{2 << 20: 4 << 20}}
@@ -45,23 +46,28 @@ func TestHugetlbLimits(t *testing.T) {
 			if err := m.EnsureKubepods(Kubepods{MilliCPU: 1000, HugePages: map[int64]int64{2 << 20: 64 << 20}}); err != nil {
 				t.Fatal(err)
 			}
+			suffix := ".limit_in_bytes"
+			if tc.unified {
+				suffix = ".max"
+			}
+			for file, want := range map[string]string{tc.kubepodsDir + "/hugetlb.2MB" + suffix: "67108864", tc.kubepodsDir + "/hugetlb.1GB" + suffix: "0"} {
+				if got := read(t, filepath.Join(root, file)); got != want {
+					t.Errorf("at start %s = %q, want %q", file, got, want)
+				}
+			}
 			if err := m.UpdateQoS(0); err != nil {
 				t.Fatal(err)
 			}
 			if err := m.Ensure(pod, res); err != nil {
 				t.Fatal(err)
 			}
-			suffix := ".limit_in_bytes"
-			if tc.unified {
-				suffix = ".max"
-			}
 			for file, want := range map[string]string{
 				tc.podDir + "/hugetlb.2MB" + suffix:      "4194304",
 				tc.podDir + "/hugetlb.1GB" + suffix:      "0",
 				tc.qosDir + "/hugetlb.2MB" + suffix:      "4611686018427387904",
 				tc.qosDir + "/hugetlb.1GB" + suffix:      "4611686018427387904",
-				tc.kubepodsDir + "/hugetlb.2MB" + suffix: "67108864",
-				tc.kubepodsDir + "/hugetlb.1GB" + suffix: "0",
+				tc.kubepodsDir + "/hugetlb.2MB" + suffix: "4611686018427387904",
+				tc.kubepodsDir + "/hugetlb.1GB" + suffix: "4611686018427387904",
 			} {
 				if got := read(t, filepath.Join(root, file)); got != want {
 					t.Errorf("%s = %q, want %q", file, got, want)

@@ -19,7 +19,8 @@ type Kubepods struct {
 	// Pids, when positive, pids.max.
 	MilliCPU, MemoryBytes, Pids int64
 	// HugePages are the bytes of huge pages by page size in bytes that pods may use (the node's pre-allocated
-	// pages): each of the Manager's HugePageSizes gets its hugetlb limit from it, 0 for a size it lacks.
+	// pages): each of the Manager's HugePageSizes gets its hugetlb limit from it, 0 for a size it lacks, until
+	// UpdateQoS lifts it as the kubelet's QoS manager does.
 	HugePages map[int64]int64
 }
 

@@ -144,13 +144,20 @@ func (m *Manager) cgroupPath(name podrules.CgroupName) string {
 
 // UpdateQoS writes the QoS cgroups' values as the kubelet's QoS container manager does before each pod
 // cgroup is made: besteffort gets the minimum cpu shares, burstable the shares of the summed cpu requests of
-// the node's Burstable pods (burstableMilliCPU); both get no huge page limit in effect (1<<62 bytes for each
-// size). The Guaranteed pods live directly under kubepods. Without Resources it does nothing.
+// the node's Burstable pods (burstableMilliCPU); both, and kubepods (the Guaranteed pods' tier, which lives
+// directly under it), get no huge page limit in effect: 1<<62 bytes for each size. Without Resources it does
+// nothing.
 func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 	if !m.Resources {
 		return nil
 	}
 	defer m.observe(opUpdate, time.Now())
+	unbounded := m.hugetlbValues(func(int64) int64 { return qosHugePageLimit })
+	if len(unbounded) > 0 {
+		if err := m.write(path.Join("/", m.Kubepods), unbounded); err != nil {
+			return fmt.Errorf("QoS cgroup for Guaranteed pods: %w", err)
+		}
+	}
 	for _, qos := range []struct {
 		name   string
 		shares int64
@@ -159,8 +166,7 @@ func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 		if m.Unified {
 			v = cgroupValue{cpuController, "cpu.weight", strconv.FormatUint(sharesToWeight(qos.shares), 10)}
 		}
-		values := append([]cgroupValue{v}, m.hugetlbValues(func(int64) int64 { return qosHugePageLimit })...)
-		if err := m.write(path.Join("/", m.Kubepods, qos.name), values); err != nil {
+		if err := m.write(path.Join("/", m.Kubepods, qos.name), append([]cgroupValue{v}, unbounded...)); err != nil {
 			return fmt.Errorf("QoS cgroup %s: %w", qos.name, err)
 		}
 	}
