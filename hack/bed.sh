@@ -431,6 +431,7 @@ prepare() {
   [ ${#CONTAINERD_SOCK} -lt 100 ] || die "socket path $CONTAINERD_SOCK is too long for a unix socket; use a shorter BED_DIR"
   ip=$(node_ip)
   NODE_IP=$ip
+  mount_cgroup_controllers
   ensure_pki
   write_configs
 }

@@ -32,31 +32,6 @@ running_pid() {
   [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = systemd ] && echo "$pid"
 }
 
-# mount_controllers: every cgroup v1 controller the kernel has, mounted on the host as a systemd host has them
-# (net_cls and net_prio together). systemd mounts the ones it finds unmounted; inside its mount namespace that
-# would leave hierarchies no host process can see in mountinfo, and containerd's task metrics then fail for
-# every container (no cpu or memory in CRI stats). Done before systemd starts, so it mounts none of its own.
-mount_controllers() {
-  local c name remounted=""
-  [ "$(stat -fc %T /sys/fs/cgroup)" = tmpfs ] || return 0 # cgroup v2: one hierarchy
-  while read -r c _ _ enabled; do
-    [ "$enabled" = 1 ] || continue
-    name=$c
-    case $c in net_cls | net_prio) name=net_cls,net_prio ;; esac
-    grep -qE " - cgroup [^ ]+ (.*,)?$name(,|\$)" /proc/self/mountinfo && continue
-    awk '$5 == "/sys/fs/cgroup/'"$name"'"' /proc/self/mountinfo | grep -q . && continue
-    if [ -z "$remounted" ]; then mount -o remount,rw /sys/fs/cgroup; remounted=1; fi
-    mkdir -p "/sys/fs/cgroup/$name"
-    mount -t cgroup -o "$name" cgroup "/sys/fs/cgroup/$name"
-    log "mounted the $name cgroup hierarchy"
-  done < <(grep -v '^#' /proc/cgroups)
-  if [ -n "$remounted" ]; then
-    ln -sfn net_cls,net_prio /sys/fs/cgroup/net_cls 2>/dev/null || true
-    ln -sfn net_cls,net_prio /sys/fs/cgroup/net_prio 2>/dev/null || true
-    mount -o remount,ro /sys/fs/cgroup || true
-  fi
-}
-
 write_init() {
   mkdir -p "$SYSTEMD_DIR/run-systemd"
   cat > "$SYSTEMD_DIR/init.sh" <<EOF
@@ -84,7 +59,7 @@ up() {
   [ -x /lib/systemd/systemd ] || die "no /lib/systemd/systemd (apt-get install systemd)"
   if pid=$(running_pid); then log "systemd already up (pid $pid)"; return 0; fi
   rm -rf "$SYSTEMD_DIR/run-systemd"
-  mount_controllers
+  mount_cgroup_controllers
   write_init
   # systemd raises these global limits at start; down puts them back.
   cat /proc/sys/fs/file-max /proc/sys/fs/nr_open > "$SYSTEMD_DIR/sysctls"

@@ -45,6 +45,8 @@ disabled_plugins = [
   restrict_oom_score_adj = true
   # Network namespaces live under the state dir, so "bed.sh down" can unmount leftovers.
   netns_mounts_under_state_dir = true
+  # Containers get the agent's huge page limits (containerd drops them by default).
+  disable_hugetlb_controller = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -93,6 +95,7 @@ disabled_plugins = [
   # This machine has no CAP_SYS_RESOURCE: without it every sandbox fails to set oom_score_adj.
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
+  disable_hugetlb_controller = false
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
