@@ -338,7 +338,9 @@ func TestDropIns(t *testing.T) {
 				return []any{c.Kubelet.MaxPods, hasNotice(c, MsgLenientDecoding, "10.conf", "maxPodz")}, []any{int32(31), true}
 			}, nil},
 		{"unimplemented field set by a drop-in is a notice", header, files{"10.conf": header + "registryPullQPS: 9\n"}, nil,
-			func(c *Config) (any, any) { return hasNotice(c, MsgFieldNoEffect, "field=registryPullQPS", "value=9"), true }, nil},
+			func(c *Config) (any, any) {
+				return hasNotice(c, MsgFieldNoEffect, "field=registryPullQPS", "value=9"), true
+			}, nil},
 		{"drop-in without kind", header, files{"10.conf": "maxPods: 3\n"}, nil, nil, []string{"10.conf", "Kind"}},
 		{"drop-in of another kind", header, files{"10.conf": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: CredentialProviderConfig\n"}, nil, nil,
 			[]string{"10.conf", "CredentialProviderConfig"}},

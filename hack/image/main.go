@@ -118,17 +118,9 @@ func run(o options) error {
 		fmt.Println("wrote", o.tarPath, o.tag)
 	}
 	idx := index(images, platforms)
-	digest, err := digestOf(images, idx)
+	digest, err := report(images, idx, o.digestFile)
 	if err != nil {
 		return err
-	}
-	// The digest is what a deployment pins (deploy/kustomization.yaml): the build is reproducible, so the same
-	// binaries give the same digest here, in the OCI layout and in the registry.
-	fmt.Println("digest", digest)
-	if o.digestFile != "" {
-		if err := os.WriteFile(o.digestFile, []byte(digest+"\n"), 0o644); err != nil { //nolint:gosec // a digest, not a secret
-			return err
-		}
 	}
 	if o.ociPath != "" {
 		if err := writeLayout(o.ociPath, images, idx); err != nil {
@@ -148,6 +140,21 @@ func run(o options) error {
 	}
 	fmt.Println("pinned", o.pin, "to", repo+"@"+digest)
 	return nil
+}
+
+// report prints the digest of what was built, and writes it to file unless that is "". The digest is what a
+// deployment pins (deploy/kustomization.yaml): the build is reproducible, so the same binaries give the same
+// digest in the tarball, the OCI layout and the registry.
+func report(images []v1.Image, idx v1.ImageIndex, file string) (string, error) {
+	digest, err := digestOf(images, idx)
+	if err != nil {
+		return "", err
+	}
+	fmt.Println("digest", digest)
+	if file != "" {
+		err = os.WriteFile(file, []byte(digest+"\n"), 0o644) //nolint:gosec // a digest, not a secret
+	}
+	return digest, err
 }
 
 // digestOf is the digest a registry serves for what push writes: the image's manifest, or the index's.
