@@ -126,7 +126,9 @@ func TestStatsSummary(t *testing.T) {
 // kubelet's summary: not a memory-backed emptyDir, a secret or a volume the spec does not name.
 func TestStatsSummaryEphemeralStorageCountsLocalVolumes(t *testing.T) {
 	e, _ := newStatsEnv(t)
-	vol := func(name string, src corev1.VolumeSource) corev1.Volume { return corev1.Volume{Name: name, VolumeSource: src} }
+	vol := func(name string, src corev1.VolumeSource) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: src}
+	}
 	e.pods.mu.Lock()
 	e.pods.pods[0].Spec.Volumes = []corev1.Volume{
 		vol("scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}),
