@@ -1,7 +1,8 @@
 // Package podrules holds the pod rules that several packages need, each in exactly one function: whether a
 // pod is static or a mirror, whether a container restarts after it exits, finding a container of a pod by
 // name, resolving a container resource field (downward API, env and volumes alike), what a pod requests of
-// the node and its limits (admission and the pod's cgroup alike), resolving a probe's or hook's port, and
+// the node and its limits (admission and the pod's cgroup alike), huge page sizes and limits, which containers
+// may swap and how much, resolving a probe's or hook's port, and
 // whether an identifier (UID, namespace, name, container or volume name) may become a path segment — every
 // function that builds a host path from one checks it with PathSegment. Status computation, pod actions, volumes and the node API all call these functions; none keeps a copy of
 // its own.
