@@ -6,7 +6,10 @@
 # container restarted or a step failed.
 #   MODE=daemonset (default): as users deploy it. The kubelet runs under a supervisor loop (systemd's
 #     Restart=always); the image from hack/image is pushed to the bed's registry and `kubectl apply -k` of an
-#     overlay of deploy/ starts the DaemonSet, whose pod runs `nodelet takeover`; kubectl logs/exec are tried on
+#     overlay of deploy/ starts the DaemonSet, whose pod runs `nodelet takeover`; a pod's process that calls
+#     itself kubelet (argv[0] "kubelet", a kubelet's flags, its own executable at the host kubelet's path)
+#     runs beside the real kubelet and the takeover's log must name the real one found and the impostor
+#     rejected, at the first takeover and after the rolling update; kubectl logs/exec are tried on
 #     the old pods and a new pod must run; a rolling update of the DaemonSet goes through the waiting kubelet to
 #     a new nodelet; deleting the DaemonSet hands the node back to the waiting kubelet.
 #   MODE=process: nodelet started by hand with the kubelet's command line; handed back by starting the kubelet
@@ -121,6 +124,63 @@ YAML
   done
 }
 
+# start_impostor: a pod whose process calls itself kubelet, beside the real one (the takeover must not take it
+# for the kubelet): argv[0] "kubelet" and a kubelet's flags, its executable a file of its container at the path
+# of the host's kubelet, in the pods' cgroup tree and its own mount namespace. busybox's own `exec -a kubelet
+# sleep 3600` cannot be that process (busybox picks its applet by argv[0]: "kubelet: applet not found"), so
+# the container runs a copy of the bed's static pause binary (mounted from the host), which sleeps whatever
+# its name. Sets IMPOSTOR_PID (its PID on the host).
+start_impostor() {
+  local kubelet_exe node
+  kubelet_exe=$(readlink "/proc/$(cat "$BED_DIR/pids/nodelet.pid")/exe")
+  node=$(K get node -o jsonpath='{.items[0].metadata.name}')
+  K apply -n handover -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: impostor}
+spec:
+  nodeName: $node
+  volumes: [{name: sleeper, hostPath: {path: $(readlink -f "$BED_DIR/bin/pause"), type: File}}]
+  containers:
+  - name: main
+    image: busybox
+    command:
+    - sh
+    - -c
+    - mkdir -p "\$(dirname "\$0")" && cp /sleeper "\$0" && exec -a kubelet "\$0" --config=/impostor.yaml --lock-file=$LOCK --exit-on-lock-contention
+    - $kubelet_exe
+    volumeMounts: [{name: sleeper, mountPath: /sleeper, readOnly: true}]
+YAML
+  K wait -n handover pod/impostor --for=condition=Ready --timeout=60s >/dev/null || die "the impostor pod did not start"
+  local p start=$SECONDS
+  until [ -n "${IMPOSTOR_PID:-}" ]; do
+    for p in /proc/[0-9]*; do
+      [ "$(tr '\0' '\n' < "$p/cmdline" 2>/dev/null | head -1)" = kubelet ] && IMPOSTOR_PID=${p#/proc/}
+    done
+    [ $((SECONDS - start)) -gt 30 ] && die "no process with argv[0] kubelet in the impostor pod"
+    sleep 0.5
+  done
+  log "an impostor runs beside the kubelet: pid $IMPOSTOR_PID: $(tr '\0' ' ' < "/proc/$IMPOSTOR_PID/cmdline"), exe $(readlink "/proc/$IMPOSTOR_PID/exe") in its container"
+}
+
+# check_identified WHAT PIDS...: the takeover pod's log names one of PIDS (the real kubelet) as the kubelet found,
+# and the impostor as rejected.
+check_identified() {
+  local what=$1 logs found p; shift
+  logs=$(K logs -n nodelet-system daemonset/nodelet 2>&1 || true)
+  found=$(grep "Found the host's kubelet" <<<"$logs" | grep -o '"pid":[0-9]*' | head -1 | cut -d: -f2 || true)
+  grep '"logger":"takeover"' <<<"$logs" >&2 || true # both stages: before nsenter and in the host's mount namespace
+  for p in "$@"; do
+    if [ -n "$found" ] && [ "$found" = "$p" ] &&
+      grep "Rejected a process named kubelet" <<<"$logs" | grep -q "\"pid\":$IMPOSTOR_PID[,}]"; then
+      log "RESULT $what: the takeover found the real kubelet (pid $found) and rejected the impostor (pid $IMPOSTOR_PID)"
+      return
+    fi
+  done
+  log "RESULT $what: FAILED, the takeover found pid ${found:-none} (the kubelet: $*; the impostor, to be rejected: $IMPOSTOR_PID)"
+  FAILED=1
+}
+
 # supervise PID ARGS...: a supervisor loop as systemd's Restart=always (RestartSec=1): whenever the agent
 # process exits, the same command line starts again (the kubelet then waits for the lock).
 supervise() {
@@ -170,6 +230,9 @@ rollout() {
   if K -n nodelet-system rollout status daemonset/nodelet --timeout=180s >/dev/null; then
     wait_ready_with nodelet
     log "ROLLOUT: the new nodelet runs the node $((SECONDS - t0)) s after the rollout began"
+    # The kubelet it took over from is one its supervisor started again.
+    mapfile -t restarted < <(grep -o 'started the kubelet again (pid [0-9]*' "$BED_DIR/logs/supervisor.log" | grep -o '[0-9]*$')
+    check_identified "rolling update beside an impostor" "${restarted[@]}"
     sleep 10
     snapshot > "$BED_DIR/after-rollout.txt"
     compare "rolling update nodelet→kubelet→nodelet" "$BED_DIR/after-nodelet.txt" "$BED_DIR/after-rollout.txt"
@@ -210,6 +273,7 @@ YAML
   local t_exit=$SECONDS
   wait_ready_with nodelet
   log "HANDOVER kubelet→nodelet: kubelet exited $((t_exit - t0)) s after kubectl apply, node Ready with nodelet $((SECONDS - t_exit)) s later"
+  check_identified "kubelet→nodelet beside an impostor" "$kubelet_pid"
   sleep 15 # nodelet syncs every pod a few times
   snapshot > "$BED_DIR/after-nodelet.txt"
   log "under nodelet ($(node_version)):"; cat "$BED_DIR/after-nodelet.txt"
@@ -265,6 +329,7 @@ main() {
   trap teardown EXIT
   bash "$bed" up
   start_pods
+  if [ "$MODE" = daemonset ]; then start_impostor; fi
   snapshot > "$BED_DIR/before.txt"
   log "under the kubelet ($(node_version)):"; cat "$BED_DIR/before.txt"
   "$MODE"
