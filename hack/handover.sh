@@ -249,7 +249,9 @@ daemonset() {
   supervise "$kubelet_pid" "${args[@]}" &
   SUPERVISOR_PID=$!
   log "pushing nodelet's image to the bed's registry as $IMAGE"
-  (cd "$REPO_ROOT" && go run ./hack/image -bin "linux/$(go env GOARCH)=$NODELET_BIN" -version handover -push "$IMAGE")
+  (cd "$REPO_ROOT" && go run ./hack/image -bin "linux/$(go env GOARCH)=$NODELET_BIN" -version handover -push "$IMAGE" \
+    -digest-file "$BED_DIR/image.digest")
+  local digest; digest=$(cat "$BED_DIR/image.digest")
   local overlay=$BED_DIR/deploy-overlay
   mkdir -p "$overlay"
   cat > "$overlay/kustomization.yaml" <<YAML
@@ -258,7 +260,7 @@ kind: Kustomization
 resources:
 - $(realpath --relative-to="$overlay" "$REPO_ROOT/deploy")
 images:
-- {name: ghcr.io/nodelet/nodelet, newName: ${IMAGE%:*}, newTag: ${IMAGE##*:}}
+- {name: ghcr.io/nodelet/nodelet, newName: ${IMAGE%:*}, digest: $digest}
 patches:
 - target: {kind: DaemonSet, name: nodelet}
   patch: |
@@ -266,9 +268,15 @@ patches:
       path: /spec/template/spec/containers/0/args/-
       value: --bin-dir=$BED_DIR/takeover-bin
 YAML
-  log "kubectl apply -k (deploy/ with the bed's image)"
+  log "kubectl apply -k (deploy/ with the bed's image, pinned by digest)"
   local t0=$SECONDS
   K apply -k "$overlay"
+  local ds_image; ds_image=$(K get -n nodelet-system daemonset/nodelet -o jsonpath='{.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].imagePullPolicy}')
+  if [ "$ds_image" = "${IMAGE%:*}@$digest Always" ]; then
+    log "RESULT the DaemonSet runs the pushed image by digest, pulled Always: $ds_image"
+  else
+    log "RESULT the DaemonSet's image is not the pushed digest pulled Always: $ds_image (want ${IMAGE%:*}@$digest Always)"; FAILED=1
+  fi
   wait_gone "$kubelet_pid" "the kubelet"
   local t_exit=$SECONDS
   wait_ready_with nodelet
