@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Handover check (issue 12): a node run by the real kubelet v1.37.1 with --lock-file/--exit-on-lock-contention is
+# Handover check: a node run by the real kubelet v1.37.1 with --lock-file/--exit-on-lock-contention is
 # taken over by nodelet, then handed back. Prints, for every container of the pods created under the kubelet
 # (one with probes, one crash-looping with a volume, one static), whether its ID and restart count survived each
 # handover, and the handover times (kubelet exit → node Ready with nodelet, and back); exits non-zero when a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bootstrap-token join (issue 12): a node with nothing but a bootstrap token joins the bed's cluster as kubeadm
+# Bootstrap-token join: a node with nothing but a bootstrap token joins the bed's cluster as kubeadm
 # join does — nodelet requests its client certificate through a kubernetes.io/kube-apiserver-client-kubelet CSR
 # made with the token, the controller-manager approves and signs it (the RBAC bindings kubeadm creates), nodelet
 # writes its kubeconfig and certificate, registers the Node as system:node:<name> and runs pods; with
