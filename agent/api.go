@@ -108,6 +108,12 @@ func (noAPI) GetConfigMap(context.Context, string, string) (*corev1.ConfigMap, e
 	return nil, errNoAPI
 }
 func (noAPI) GetSecret(context.Context, string, string) (*corev1.Secret, error) { return nil, errNoAPI }
+func (noAPI) GetPersistentVolumeClaim(context.Context, string, string) (*corev1.PersistentVolumeClaim, error) {
+	return nil, errNoAPI
+}
+func (noAPI) GetPersistentVolume(context.Context, string) (*corev1.PersistentVolume, error) {
+	return nil, errNoAPI
+}
 func (noAPI) CreateToken(context.Context, string, string, *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	return nil, errNoAPI
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,8 +66,10 @@ func newRESTMapper() meta.RESTMapper {
 			m.Add(gv.WithKind(k+"List"), scope)
 		}
 	}
-	add(corev1.SchemeGroupVersion, meta.RESTScopeNamespace, "Pod", "Secret", "ConfigMap", "Event", "ServiceAccount", "Service", "Endpoints")
-	add(corev1.SchemeGroupVersion, meta.RESTScopeRoot, "Node", "Namespace")
+	add(corev1.SchemeGroupVersion, meta.RESTScopeNamespace, "Pod", "Secret", "ConfigMap", "Event", "ServiceAccount", "Service", "Endpoints",
+		"PersistentVolumeClaim")
+	add(corev1.SchemeGroupVersion, meta.RESTScopeRoot, "Node", "Namespace", "PersistentVolume")
+	add(storagev1.SchemeGroupVersion, meta.RESTScopeRoot, "CSINode", "CSIDriver", "VolumeAttachment")
 	add(coordinationv1.SchemeGroupVersion, meta.RESTScopeNamespace, "Lease")
 	add(nodev1.SchemeGroupVersion, meta.RESTScopeRoot, "RuntimeClass")
 	add(authenticationv1.SchemeGroupVersion, meta.RESTScopeRoot, "TokenReview")

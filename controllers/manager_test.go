@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/podrules"
@@ -31,5 +34,27 @@ func TestTransformAPIPod(t *testing.T) {
 	}
 	if _, err := controllers.TransformAPIPod(&corev1.Node{}); err != nil {
 		t.Errorf("a non-pod object: %v", err)
+	}
+}
+
+// TestRESTMapperMapsWhatVolumesRead: the volume manager reads claims, volumes and the CSI objects by kind;
+// the static mapper must know them with their scope, or every read fails with "no matches for kind".
+func TestRESTMapperMapsWhatVolumesRead(t *testing.T) {
+	cases := map[schema.GroupVersionKind]meta.RESTScopeName{
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"): meta.RESTScopeNameNamespace,
+		corev1.SchemeGroupVersion.WithKind("PersistentVolume"):      meta.RESTScopeNameRoot,
+		storagev1.SchemeGroupVersion.WithKind("CSINode"):            meta.RESTScopeNameRoot,
+		storagev1.SchemeGroupVersion.WithKind("CSIDriver"):          meta.RESTScopeNameRoot,
+		storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"):   meta.RESTScopeNameRoot,
+	}
+	for gvk, scope := range cases {
+		m, err := controllers.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Errorf("%s: %v", gvk.Kind, err)
+			continue
+		}
+		if m.Scope.Name() != scope {
+			t.Errorf("%s: scope %s, want %s", gvk.Kind, m.Scope.Name(), scope)
+		}
 	}
 }

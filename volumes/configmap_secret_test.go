@@ -238,13 +238,13 @@ func TestSetUpReportsEachFailedVolume(t *testing.T) {
 	pod := newPod(
 		vol("bad-cm", cmSource("missing")),
 		vol("good", cmSource("good")),
-		vol("pvc", corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}),
+		vol("nfs", corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/"}}),
 		vol("scratch", corev1.VolumeSource{}),
 	)
 	errs := env.m.SetUp(context.Background(), pod)
 	want := []string{
 		`MountVolume.SetUp failed for volume "bad-cm" : configmap "missing" not found`,
-		`MountVolume.SetUp failed for volume "pvc" : unsupported volume type "persistentVolumeClaim"`,
+		`MountVolume.SetUp failed for volume "nfs" : unsupported volume type "nfs"`,
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("errors = %v, want %v", errs, want)
@@ -256,7 +256,7 @@ func TestSetUpReportsEachFailedVolume(t *testing.T) {
 		}
 	}
 	if !errors.Is(errs[1], ErrUnsupportedVolume) {
-		t.Errorf("pvc error does not wrap ErrUnsupportedVolume")
+		t.Errorf("nfs error does not wrap ErrUnsupportedVolume")
 	}
 	if got := readVolume(t, must(env.m.volumeDir(pod.UID, pluginConfigMap, "good"))); got["k"] != "v" {
 		t.Errorf("good volume not set up: %v", got)

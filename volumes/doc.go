@@ -1,7 +1,13 @@
 // Package volumes prepares and tears down the volumes of the pods bound to this node, as the kubelet's
 // volume manager and in-tree plugins do: emptyDir (on disk, or tmpfs for medium Memory), hostPath (with
 // its type checks), configMap, secret, downwardAPI and projected volumes (configMap, secret, downwardAPI
-// and service account token sources). It also prepares the CRI mounts of a container: readOnly, subPath
+// and service account token sources), and persistentVolumeClaim volumes: the claim is resolved to the
+// PersistentVolume bound to it as the kubelet's desired-state populator does (found, not being deleted,
+// Bound, the volume's claimRef pointing back at it, its volumeMode matching volumeMounts or
+// volumeDevices; otherwise a *ClaimError with the kubelet's message and the pod waits), then set up by
+// the volume's plugin: hostPath (its type checks) and local (a bind mount of the directory at
+// <pod>/volumes/kubernetes.io~local-volume/<pv>, read-only for a read-only claim, given the pod's
+// fsGroup). A volume set up stays with the claim it was set up for. It also prepares the CRI mounts of a container: readOnly, subPath
 // and subPathExpr (bind-mounted safely under the pod's volume-subpaths directory), mount propagation and
 // recursive read-only mounts.
 //
@@ -23,13 +29,15 @@
 //
 //   - get secrets/<name> and get configmaps/<name> in the pod's namespace, for each secret, configMap and
 //     projected volume source (CachedObjects keeps each object a short while, per object);
+//   - get persistentvolumeclaims/<name> in the pod's namespace and get persistentvolumes/<name> of the
+//     volume bound to it, fresh on every try until the volume is set up;
 //   - create serviceaccounts/<name>/token (the TokenRequest API) for the pod's service account, with
 //     the pod as the bound object, for projected serviceAccountToken sources.
 //
 // These are exactly what the API server's Node authorizer grants system:node:<nodeName> for pods bound
 // to the node (and what NodeRestriction admits for bound tokens), so nodelet needs no RBAC beyond the
-// system:nodes group; a deployment with RBAC instead needs get on secrets and configmaps and create on
-// serviceaccounts/token.
+// system:nodes group; a deployment with RBAC instead needs get on secrets, configmaps,
+// persistentvolumeclaims and persistentvolumes and create on serviceaccounts/token.
 //
 // # What it must not touch
 //

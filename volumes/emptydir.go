@@ -37,6 +37,11 @@ func (m *Manager) setUpEmptyDir(pod *corev1.Pod, name string, src *corev1.EmptyD
 	if err != nil || !created {
 		return err
 	}
+	return applyFSGroup(dir, pod)
+}
+
+// applyFSGroup gives a writable volume just made the pod's fsGroup, with its fsGroupChangePolicy.
+func applyFSGroup(dir string, pod *corev1.Pod) error {
 	sc := pod.Spec.SecurityContext
 	if sc == nil {
 		return nil

@@ -104,10 +104,35 @@ type fakeObjects struct {
 	tokenSA    []string
 	tokenErr   error
 	getErr     error
+	claims     map[string]*corev1.PersistentVolumeClaim
+	pvs        map[string]*corev1.PersistentVolume
+	claimReads int
 }
 
 func newFakeObjects(clk *clocktesting.FakeClock) *fakeObjects {
-	return &fakeObjects{clock: clk, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
+	return &fakeObjects{clock: clk, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
+		claims: map[string]*corev1.PersistentVolumeClaim{}, pvs: map[string]*corev1.PersistentVolume{}}
+}
+
+func (f *fakeObjects) GetPersistentVolumeClaim(_ context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.claimReads++
+	c, ok := f.claims[ns+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
+	}
+	return c.DeepCopy(), nil
+}
+
+func (f *fakeObjects) GetPersistentVolume(_ context.Context, name string) (*corev1.PersistentVolume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pv, ok := f.pvs[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumes"}, name)
+	}
+	return pv.DeepCopy(), nil
 }
 
 func (f *fakeObjects) addConfigMap(ns, name string, data map[string]string) {

@@ -26,6 +26,10 @@ type Objects interface {
 	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 	// CreateToken is the TokenRequest API for a pod's service account, bound to the pod.
 	CreateToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+	// GetPersistentVolumeClaim and GetPersistentVolume read a pod's claim and the volume bound to it,
+	// fresh on every call (a claim is waited for until it is bound).
+	GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 }
 
 // Mounter does the mount syscalls. The zero Manager uses the real one (Linux, root).
@@ -36,8 +40,8 @@ type Mounter interface {
 	IsMountPoint(path string) (bool, error)
 }
 
-// ErrUnsupportedVolume is wrapped by the error of a volume type nodelet does not implement
-// (persistentVolumeClaim, csi, nfs, ephemeral, image, ...).
+// ErrUnsupportedVolume is wrapped by the error of a volume type nodelet does not implement (nfs,
+// iscsi, ...).
 var ErrUnsupportedVolume = errors.New("unsupported volume type")
 
 // VolumeError is the failure to set up one volume of a pod. Its message is the kubelet's FailedMount
@@ -54,6 +58,14 @@ func (e *VolumeError) Error() string {
 
 // Unwrap returns the cause.
 func (e *VolumeError) Unwrap() error { return e.Err }
+
+// volumeError is the error of one volume's set-up: a *ClaimError as it is, anything else a *VolumeError.
+func volumeError(name string, err error) error {
+	if ce, ok := errors.AsType[*ClaimError](err); ok {
+		return ce
+	}
+	return &VolumeError{Volume: name, Err: err}
+}
 
 // Manager sets up and tears down the volumes of the pods bound to this node. It is safe for concurrent
 // use; the calls for one pod are serialized.
@@ -83,6 +95,8 @@ type podVolumes struct {
 	mu     sync.Mutex // serializes SetUp, Mounts and TearDown of the pod
 	done   map[string]bool
 	tokens map[string]*authenticationv1.TokenRequest
+	// claims are the pod's persistentVolumeClaim volumes resolved and set up, by pod volume name.
+	claims map[string]*claimedVolume
 	ready  atomic.Bool
 	// limited: the pod's local storage has a limit (its volumes are measured more often).
 	limited atomic.Bool
@@ -90,7 +104,8 @@ type podVolumes struct {
 
 // SetUp makes every volume of the pod ready and current. It is idempotent and meant to be called on
 // every sync of the pod: contents are re-written only when they changed, tokens refreshed when due.
-// It returns one *VolumeError per volume that failed, having still set up the others.
+// It returns one error per volume that failed, having still set up the others: a *ClaimError for a
+// claim that cannot be used yet, a *VolumeError for any other failure.
 func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	pv := m.state(pod.UID, true)
 	pv.mu.Lock()
@@ -100,7 +115,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		if err := m.setUpVolume(ctx, pod, vol, pv); err != nil {
-			errs = append(errs, &VolumeError{Volume: vol.Name, Err: err})
+			errs = append(errs, volumeError(vol.Name, err))
 			continue
 		}
 		pv.done[vol.Name] = true
@@ -129,6 +144,8 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return m.setUpDownwardAPI(pod, vol.Name, src.DownwardAPI)
 	case src.Projected != nil:
 		return m.setUpProjected(ctx, pod, vol.Name, src.Projected, pv)
+	case src.PersistentVolumeClaim != nil:
+		return m.setUpClaim(ctx, pod, vol, pv)
 	case isEmptySource(src):
 		return m.setUpEmptyDir(pod, vol.Name, &corev1.EmptyDirVolumeSource{})
 	default:
@@ -154,7 +171,8 @@ func (m *Manager) state(uid types.UID, create bool) *podVolumes {
 		if m.pods == nil {
 			m.pods = map[types.UID]*podVolumes{}
 		}
-		pv = &podVolumes{done: map[string]bool{}, tokens: map[string]*authenticationv1.TokenRequest{}}
+		pv = &podVolumes{done: map[string]bool{}, tokens: map[string]*authenticationv1.TokenRequest{},
+			claims: map[string]*claimedVolume{}}
 		m.pods[uid] = pv
 	}
 	return pv
@@ -220,7 +238,11 @@ func isEmptySource(src *corev1.VolumeSource) bool {
 }
 
 // sourceKind is the JSON name of the volume's source ("persistentVolumeClaim", "csi", ...).
-func sourceKind(src *corev1.VolumeSource) string {
+func sourceKind(src *corev1.VolumeSource) string { return jsonFieldSet(src) }
+
+// jsonFieldSet is the JSON name of the first non-nil pointer field of the struct src points to: the
+// kind of a volume source.
+func jsonFieldSet(src any) string {
 	v := reflect.ValueOf(src).Elem()
 	for i := range v.NumField() {
 		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {

@@ -21,13 +21,14 @@ import (
 // container), recursive read-only where the runtime supports it; no SELinux relabelling. Call it after
 // SetUp made the pod's volumes ready, before creating the container.
 func (m *Manager) Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
-	if pv := m.state(pod.UID, false); pv != nil {
+	pv := m.state(pod.UID, false)
+	if pv != nil {
 		pv.mu.Lock()
 		defer pv.mu.Unlock()
 	}
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
 	for i := range c.VolumeMounts {
-		mount, err := m.mount(pod, c, i, env)
+		mount, err := m.mount(pod, pv, c, i, env)
 		if err != nil {
 			return nil, err
 		}
@@ -36,13 +37,13 @@ func (m *Manager) Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]st
 	return mounts, nil
 }
 
-func (m *Manager) mount(pod *corev1.Pod, c *corev1.Container, index int, env map[string]string) (*runtimeapi.Mount, error) {
+func (m *Manager) mount(pod *corev1.Pod, pv *podVolumes, c *corev1.Container, index int, env map[string]string) (*runtimeapi.Mount, error) {
 	vm := &c.VolumeMounts[index]
 	vol := findVolume(pod, vm.Name)
 	if vol == nil {
 		return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
 	}
-	hostPath, mustReadOnly, err := m.volumePath(pod, vol)
+	hostPath, mustReadOnly, err := m.volumePath(pod, pv, vol)
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +83,23 @@ func findVolume(pod *corev1.Pod, name string) *corev1.Volume {
 	return nil
 }
 
-// volumePath is where the volume is on the host, and whether it must be mounted read-only.
-func (m *Manager) volumePath(pod *corev1.Pod, vol *corev1.Volume) (string, bool, error) {
+// volumePath is where the volume is on the host, and whether it must be mounted read-only. A claim's
+// volume is where SetUp put the volume bound to it.
+func (m *Manager) volumePath(pod *corev1.Pod, pv *podVolumes, vol *corev1.Volume) (string, bool, error) {
 	src := &vol.VolumeSource
 	if src.HostPath != nil {
 		return src.HostPath.Path, false, nil
+	}
+	if src.PersistentVolumeClaim != nil {
+		var cv *claimedVolume
+		if pv != nil {
+			cv = pv.claims[vol.Name]
+		}
+		if cv == nil {
+			return "", false, fmt.Errorf("volume %q: claim %q is not set up", vol.Name, src.PersistentVolumeClaim.ClaimName)
+		}
+		path, err := m.persistentPath(pod.UID, cv)
+		return path, cv.readOnly, err
 	}
 	plugin, readOnly, ok := volumePlugin(src)
 	if !ok {

@@ -74,6 +74,25 @@ func (c *CachedObjects) CreateToken(ctx context.Context, namespace, serviceAccou
 	return out, nil
 }
 
+// GetPersistentVolumeClaim reads the claim namespace/name, never from the cache: a claim a pod waits
+// for is seen as soon as it is bound.
+func (c *CachedObjects) GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pvc); err != nil {
+		return nil, err
+	}
+	return pvc, nil
+}
+
+// GetPersistentVolume reads the PersistentVolume name, never from the cache.
+func (c *CachedObjects) GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	pv := &corev1.PersistentVolume{}
+	if err := c.Reader.Get(ctx, types.NamespacedName{Name: name}, pv); err != nil {
+		return nil, err
+	}
+	return pv, nil
+}
+
 // get returns a copy of the cached object if it is fresh, else reads it into obj and caches it.
 func (c *CachedObjects) get(ctx context.Context, kind, namespace, name string, obj client.Object) (client.Object, error) {
 	key := cacheKey{kind: kind, NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}

@@ -1,0 +1,208 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func claimVolume(name, claim string, readOnly bool) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}}
+}
+
+// bindClaim stores a Bound claim ns/claim and the volume pvName bound to it, with the given source.
+func (f *fakeObjects) bindClaim(ns, claim, pvName string, src corev1.PersistentVolumeSource) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	uid := types.UID("claim-uid-" + claim)
+	f.claims[ns+"/"+claim] = &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claim, UID: uid},
+		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pvName},
+		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
+	}
+	f.pvs[pvName] = &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: src,
+			ClaimRef: &corev1.ObjectReference{Namespace: ns, Name: claim, UID: uid}},
+	}
+}
+
+func mountingPod(vol corev1.Volume) *corev1.Pod {
+	pod := newPod(vol)
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: vol.Name, MountPath: "/data"}}
+	return pod
+}
+
+func TestClaimNotUsableWaitsWithTheKubeletsMessage(t *testing.T) {
+	deleting := metav1.Now()
+	cases := []struct {
+		name  string
+		setup func(f *fakeObjects)
+		want  string
+	}{
+		{"missing", func(*fakeObjects) {}, `error processing PVC ns/data: failed to fetch PVC from API server: persistentvolumeclaims "data" not found`},
+		{"pending", func(f *fakeObjects) {
+			f.claims["ns/data"] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"},
+				Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
+		}, "error processing PVC ns/data: PVC is not bound"},
+		{"lost", func(f *fakeObjects) {
+			f.claims["ns/data"] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimLost}}
+		}, "error processing PVC ns/data: PVC is not bound"},
+		{"being deleted", func(f *fakeObjects) {
+			f.bindClaim("ns", "data", "pv-1", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}})
+			f.claims["ns/data"].DeletionTimestamp = &deleting
+		}, "error processing PVC ns/data: PVC is being deleted"},
+		{"volume of another claim", func(f *fakeObjects) {
+			f.bindClaim("ns", "data", "pv-1", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}})
+			f.pvs["pv-1"].Spec.ClaimRef.UID = "other"
+		}, "found PV object pv-1 but its pv.Spec.ClaimRef.UID other does not point to claim.UID claim-uid-data"},
+		{"block volume mounted", func(f *fakeObjects) {
+			f.bindClaim("ns", "data", "pv-1", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}})
+			block := corev1.PersistentVolumeBlock
+			f.pvs["pv-1"].Spec.VolumeMode = &block
+		}, "volume data has volumeMode Block, but is specified in volumeMounts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestEnv(t)
+			tc.setup(env.objects)
+			pod := mountingPod(claimVolume("data", "data", false))
+			errs := env.m.SetUp(context.Background(), pod)
+			if len(errs) != 1 {
+				t.Fatalf("errors = %v, want one", errs)
+			}
+			var ce *ClaimError
+			if !errors.As(errs[0], &ce) || ce.Volume != "data" {
+				t.Fatalf("error %T %v, want a *ClaimError for volume data", errs[0], errs[0])
+			}
+			msg := errs[0].Error()
+			if !strings.HasPrefix(msg, "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: ") ||
+				!strings.Contains(msg, tc.want) {
+				t.Errorf("message %q, want the kubelet's with %q", msg, tc.want)
+			}
+			if env.m.Ready(pod.UID) {
+				t.Error("pod ready with a claim that cannot be used")
+			}
+		})
+	}
+}
+
+func TestClaimBoundLaterIsSetUpOnTheNextSync(t *testing.T) {
+	env := newTestEnv(t)
+	dir := t.TempDir()
+	pod := mountingPod(claimVolume("data", "data", false))
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 1 {
+		t.Fatalf("errors = %v, want the missing claim", errs)
+	}
+	env.objects.bindClaim("ns", "data", "pv-1", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}})
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+		t.Fatalf("errors = %v after the claim was bound", errs)
+	}
+	if !env.m.Ready(pod.UID) {
+		t.Fatal("pod not ready once its claim is bound")
+	}
+	mounts, err := env.m.Mounts(pod, &pod.Spec.Containers[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 1 || mounts[0].HostPath != dir || mounts[0].Readonly {
+		t.Errorf("mounts = %+v, want %s read-write", mounts, dir)
+	}
+	// Once set up, the volume stays with its claim: the claim is not read again on every sync.
+	reads := env.objects.claimReads
+	delete(env.objects.claims, "ns/data")
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 || env.objects.claimReads != reads {
+		t.Errorf("errors %v, claim reads %d → %d: a set-up claim must not be read again", errs, reads, env.objects.claimReads)
+	}
+}
+
+func TestHostPathVolumeOfAClaimChecksItsTypeAndMountsReadOnly(t *testing.T) {
+	env := newTestEnv(t)
+	dir := filepath.Join(t.TempDir(), "made")
+	create := corev1.HostPathDirectoryOrCreate
+	env.objects.bindClaim("ns", "data", "pv-1", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &create}})
+	pod := mountingPod(claimVolume("data", "data", true))
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		t.Fatalf("DirectoryOrCreate did not create %s: %v", dir, err)
+	}
+	mounts, err := env.m.Mounts(pod, &pod.Spec.Containers[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mounts[0].HostPath != dir || !mounts[0].Readonly {
+		t.Errorf("mount %+v, want %s read-only (readOnly claim)", mounts[0], dir)
+	}
+}
+
+func TestLocalVolumeIsBindMountedIntoThePodAndTornDown(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		env := newTestEnv(t)
+		disk := t.TempDir()
+		env.objects.bindClaim("ns", "data", "local-pv", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: disk}})
+		pod := mountingPod(claimVolume("data", "data", readOnly))
+		if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		dir := filepath.Join(env.m.RootDir, "pods", "uid-1", "volumes", "kubernetes.io~local-volume", "local-pv")
+		if got := env.mounter.mounted[dir]; got != "bind "+disk {
+			t.Fatalf("readOnly=%t: %s holds %q, want a bind mount of %s", readOnly, dir, got, disk)
+		}
+		if binds := env.mounter.callsWith("bind "); len(binds) != 1 || !strings.HasSuffix(binds[0], "ro="+map[bool]string{false: "false", true: "true"}[readOnly]) {
+			t.Errorf("readOnly=%t: bind calls %v", readOnly, binds)
+		}
+		// A second sync does not mount it again.
+		if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 || len(env.mounter.callsWith("bind ")) != 1 {
+			t.Errorf("second SetUp: errors %v, bind calls %v", errs, env.mounter.callsWith("bind "))
+		}
+		mounts, err := env.m.Mounts(pod, &pod.Spec.Containers[0], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mounts[0].HostPath != dir || mounts[0].Readonly != readOnly {
+			t.Errorf("mount %+v, want %s readOnly=%t", mounts[0], dir, readOnly)
+		}
+		if err := env.m.TearDown(context.Background(), pod.UID); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := env.mounter.mounted[dir]; ok {
+			t.Errorf("%s still mounted after TearDown", dir)
+		}
+		if _, err := os.Stat(disk); err != nil {
+			t.Errorf("the local volume's own directory must survive the pod: %v", err)
+		}
+	}
+}
+
+func TestLocalVolumeThatIsAFileIsRefused(t *testing.T) {
+	env := newTestEnv(t)
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.objects.bindClaim("ns", "data", "local-pv", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: file}})
+	errs := env.m.SetUp(context.Background(), mountingPod(claimVolume("data", "data", false)))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `MountVolume.SetUp failed for volume "data" : only directory and block device are supported`) {
+		t.Errorf("errors = %v", errs)
+	}
+}
+
+func TestUnsupportedPersistentVolumeSays(t *testing.T) {
+	env := newTestEnv(t)
+	env.objects.bindClaim("ns", "data", "nfs-pv", corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/"}})
+	errs := env.m.SetUp(context.Background(), mountingPod(claimVolume("data", "data", false)))
+	if len(errs) != 1 || !errors.Is(errs[0], ErrUnsupportedVolume) || !strings.Contains(errs[0].Error(), `PersistentVolume nfs-pv of type "nfs"`) {
+		t.Errorf("errors = %v", errs)
+	}
+}
