@@ -97,6 +97,10 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 		return err
 	}
 	node.HealthChecks = []controllers.HealthCheck{{Name: "PLEG", Check: pleg.Healthy}}
+	if a.volumeMgr != nil {
+		// Attachable volumes are mounted once the node's status lists them: a change is written at once.
+		node.Volumes, a.volumeMgr.InUseChanged = a.volumeMgr, node.Trigger
+	}
 	if err := node.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node controller: %w", err)
 	}
@@ -222,14 +226,16 @@ func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
 	return n, a.mgr.GetClient().Get(ctx, client.ObjectKey{Name: a.cfg.NodeName}, n)
 }
 
-// volumes is the volume manager: Secrets and ConfigMaps are read by name straight from the API (kept 10 s),
-// service account tokens come from the TokenRequest API — all that the Node authorizer allows a node.
+// volumes is the volume manager: Secrets, ConfigMaps and CSIDrivers are read by name straight from the API
+// (kept 10 s), claims, PersistentVolumes and VolumeAttachments fresh, service account tokens come from the
+// TokenRequest API — all that the Node authorizer allows a node.
 // node (nil standalone) gives the node's allocatable resources for resourceFieldRef defaults.
 func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volumes.Manager {
 	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
 	if !a.standalone {
-		m.Objects = &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(),
+		objs := &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(),
 			Clock: a.clock(), TTL: 10 * time.Second}
+		m.Objects, m.CSIObjects = objs, objs
 	}
 	if node != nil {
 		m.NodeAllocatable = func() corev1.ResourceList {

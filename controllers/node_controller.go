@@ -55,6 +55,14 @@ type HealthCheck struct {
 	Check func() error
 }
 
+// VolumesInUse is the volume manager's side of status.volumesInUse (volumes.Manager).
+type VolumesInUse interface {
+	// VolumesInUse lists the attachable volumes the node's pods use or still have mounted.
+	VolumesInUse() []corev1.UniqueVolumeName
+	// MarkVolumesReportedInUse is told what a written status lists: those volumes may be mounted.
+	MarkVolumesReportedInUse(names []corev1.UniqueVolumeName)
+}
+
 // NodeReconciler registers the node and keeps its status true. It evaluates the node every
 // UpdateFrequency and writes the status only when it changed or ReportFrequency has passed since the
 // last write.
@@ -81,6 +89,8 @@ type NodeReconciler struct {
 	HealthChecks   []HealthCheck
 	// Pressure reports the pressure conditions; nil reports none (a simulated node).
 	Pressure PressureSource
+	// Volumes gives status.volumesInUse; nil: none (a simulated node).
+	Volumes VolumesInUse
 
 	// NoEphemeralStorage leaves ephemeral-storage out of capacity and allocatable
 	// (localStorageCapacityIsolation: false, as the kubelet).
@@ -112,6 +122,18 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		WatchesRawSource(source.Channel(r.ticks, &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// Trigger asks for an evaluation now (the volume manager calls it when volumesInUse changes: a volume
+// is mounted only once the status lists it). It never blocks.
+func (r *NodeReconciler) Trigger() {
+	if r.ticks == nil {
+		return
+	}
+	select {
+	case r.ticks <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}}:
+	default: // an evaluation is already queued
+	}
 }
 
 // tick asks for an evaluation now and then every UpdateFrequency, until ctx ends.
@@ -248,6 +270,7 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ob
 	due := !now.Before(r.lastReport.Add(r.ReportFrequency))
 	r.mu.Unlock()
 	if !due && !statusChanged(node.Status, desired) {
+		r.markVolumesReported(desired.VolumesInUse)
 		return nil
 	}
 	updated := node.DeepCopy()
@@ -255,11 +278,19 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ob
 	if err := r.Client.Status().Patch(ctx, updated, client.StrategicMergeFrom(node)); err != nil {
 		return fmt.Errorf("update status of node %s: %w", r.NodeName, err)
 	}
+	r.markVolumesReported(desired.VolumesInUse)
 	r.mu.Lock()
 	r.lastReport = now
 	r.mu.Unlock()
 	r.recordTransitions(desired.Conditions)
 	return nil
+}
+
+// markVolumesReported tells the volume manager which volumes the node's status now lists in use.
+func (r *NodeReconciler) markVolumesReported(names []corev1.UniqueVolumeName) {
+	if r.Volumes != nil {
+		r.Volumes.MarkVolumesReportedInUse(names)
+	}
 }
 
 // recordTransitions emits the kubelet's node events (NodeReady, NodeHasSufficientMemory, ...) when a

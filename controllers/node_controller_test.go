@@ -67,8 +67,41 @@ func healthySignals() machine.Signals {
 		PIDMax: 32768, PIDsInUse: 200}
 }
 
+// fakeVolumes is the volume manager's side of volumesInUse.
+type fakeVolumes struct {
+	mu       sync.Mutex
+	inUse    []corev1.UniqueVolumeName
+	reported []corev1.UniqueVolumeName
+}
+
+func (f *fakeVolumes) VolumesInUse() []corev1.UniqueVolumeName {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]corev1.UniqueVolumeName(nil), f.inUse...)
+}
+
+func (f *fakeVolumes) MarkVolumesReportedInUse(names []corev1.UniqueVolumeName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reported = names
+}
+
+func (f *fakeVolumes) set(names ...corev1.UniqueVolumeName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inUse = names
+}
+
+func (f *fakeVolumes) lastReported() []corev1.UniqueVolumeName {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reported
+}
+
 var _ = Describe("Node reconciler", func() {
 	var (
+		r        *controllers.NodeReconciler
+		vols     *fakeVolumes
 		nodeName string
 		clk      *clocktesting.FakeClock
 		rt       *fake.Runtime
@@ -112,7 +145,8 @@ var _ = Describe("Node reconciler", func() {
 		hard, err := config.ParseThresholds(map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"})
 		Expect(err).NotTo(HaveOccurred())
 		mgr := newNodeManager(nodeName)
-		r := &controllers.NodeReconciler{
+		vols = &fakeVolumes{}
+		r = &controllers.NodeReconciler{
 			Client: mgr.GetClient(), Recorder: events, Runtime: cri, Machine: host, Clock: clk,
 			NodeName: nodeName, Hostname: nodeName, NodeIPs: []net.IP{net.ParseIP("192.0.2.10")},
 			Labels:  map[string]string{"node.kubernetes.io/pool": "blue"},
@@ -122,7 +156,7 @@ var _ = Describe("Node reconciler", func() {
 			HardEviction:    hard,
 			KubeletVersion:  "v1.37.1+nodelet",
 			UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute,
-			Pressure: pressure,
+			Pressure: pressure, Volumes: vols,
 		}
 		Expect(r.SetupWithManager(mgr)).To(Succeed())
 		startManager(mgr)
@@ -245,6 +279,25 @@ var _ = Describe("Node reconciler", func() {
 			g.Expect(condition(getNode(g), corev1.NodeReady).LastHeartbeatTime.After(first.Time)).To(BeTrue())
 		})
 		Expect(clk.Since(first.Time)).To(BeNumerically(">=", 5*time.Minute))
+	})
+
+	It("writes volumesInUse as soon as it is triggered, and tells the volume manager what it wrote", func() {
+		Eventually(func(g Gomega) {
+			g.Expect(condition(getNode(g), corev1.NodeReady).Status).To(Equal(corev1.ConditionTrue))
+		}).Should(Succeed())
+		vol := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csi.k8s.io^vol-1")
+		vols.set(vol)
+		r.Trigger() // no clock step: the volume manager's change is written at once
+		Eventually(func(g Gomega) {
+			g.Expect(getNode(g).Status.VolumesInUse).To(Equal([]corev1.UniqueVolumeName{vol}))
+			g.Expect(vols.lastReported()).To(Equal([]corev1.UniqueVolumeName{vol}))
+		}).Should(Succeed())
+		vols.set()
+		r.Trigger()
+		Eventually(func(g Gomega) {
+			g.Expect(getNode(g).Status.VolumesInUse).To(BeEmpty())
+			g.Expect(vols.lastReported()).To(BeEmpty())
+		}).Should(Succeed())
 	})
 
 	It("registers the node again after it was deleted", func() {

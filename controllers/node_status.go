@@ -263,6 +263,9 @@ func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pr
 		s.Images = r.nodeImages(o.images)
 		s.RuntimeHandlers = runtimeHandlers(o.runtimeStatus)
 	}
+	if r.Volumes != nil {
+		s.VolumesInUse = r.Volumes.VolumesInUse()
+	}
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -146,7 +147,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 			return &ClaimError{Volume: vol.Name, Err: err}
 		}
 	}
-	if err := m.setUpPersistent(pod, cv); err != nil {
+	if err := m.setUpPersistent(ctx, pod, cv, pv); err != nil {
 		return err
 	}
 	pv.claims[vol.Name] = cv
@@ -154,13 +155,15 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 }
 
 // setUpPersistent sets up a PersistentVolume's source for the pod, by plugin.
-func (m *Manager) setUpPersistent(pod *corev1.Pod, cv *claimedVolume) error {
+func (m *Manager) setUpPersistent(ctx context.Context, pod *corev1.Pod, cv *claimedVolume, pv *podVolumes) error {
 	src := &cv.pv.Spec.PersistentVolumeSource
 	switch {
 	case src.HostPath != nil:
 		return checkHostPath(src.HostPath)
 	case src.Local != nil:
 		return m.setUpLocal(pod, cv)
+	case src.CSI != nil:
+		return m.setUpCSI(ctx, pod, csiFromPersistent(cv), pv)
 	default:
 		return fmt.Errorf("%w: PersistentVolume %s of type %q", ErrUnsupportedVolume, cv.pv.Name, persistentSourceKind(src))
 	}
@@ -174,6 +177,9 @@ func (m *Manager) persistentPath(uid types.UID, cv *claimedVolume) (string, erro
 		return src.HostPath.Path, nil
 	case src.Local != nil:
 		return m.volumeDir(uid, pluginLocalVolume, cv.pv.Name)
+	case src.CSI != nil:
+		dir, err := m.volumeDir(uid, pluginCSI, cv.pv.Name)
+		return filepath.Join(dir, csiMountDir), err
 	default:
 		return "", fmt.Errorf("%w: PersistentVolume %s of type %q", ErrUnsupportedVolume, cv.pv.Name, persistentSourceKind(src))
 	}

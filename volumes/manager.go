@@ -83,11 +83,23 @@ type Manager struct {
 	NodeAllocatable func() corev1.ResourceList
 	// RecursiveReadOnlyMounts says whether the runtime handler supports recursive read-only mounts.
 	RecursiveReadOnlyMounts bool
+	// CSI is the CSI drivers registered on this node; nil: none ever is.
+	CSI CSIDrivers
+	// CSIObjects reads CSIDrivers and VolumeAttachments; nil: no API server (drivers get the defaults
+	// and nothing attachable is mounted).
+	CSIObjects CSIObjects
+	// InUseChanged, if set, is called when the set of volumes to report in use changes: the node's
+	// status should then be written soon, since attachable volumes are mounted only once reported.
+	InUseChanged func()
 
 	mu   sync.Mutex
 	pods map[types.UID]*podVolumes
 	// statsCache holds the pods' last measured volume usage (Stats).
 	statsCache volumeStatsCache
+	// inUse is the attachable volumes of the pods, reported in the node's volumesInUse.
+	inUse inUseSet
+	// staged is the staging paths staged by this process (NodeStageVolume is called once per path).
+	staged pathSet
 }
 
 // podVolumes is what the manager remembers of one pod.
@@ -146,6 +158,8 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return m.setUpProjected(ctx, pod, vol.Name, src.Projected, pv)
 	case src.PersistentVolumeClaim != nil:
 		return m.setUpClaim(ctx, pod, vol, pv)
+	case src.CSI != nil:
+		return m.setUpCSI(ctx, pod, csiFromInline(pod, vol), pv)
 	case isEmptySource(src):
 		return m.setUpEmptyDir(pod, vol.Name, &corev1.EmptyDirVolumeSource{})
 	default:

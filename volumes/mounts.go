@@ -101,6 +101,10 @@ func (m *Manager) volumePath(pod *corev1.Pod, pv *podVolumes, vol *corev1.Volume
 		path, err := m.persistentPath(pod.UID, cv)
 		return path, cv.readOnly, err
 	}
+	if src.CSI != nil {
+		dir, err := m.volumeDir(pod.UID, pluginCSI, vol.Name)
+		return filepath.Join(dir, csiMountDir), src.CSI.ReadOnly != nil && *src.CSI.ReadOnly, err
+	}
 	plugin, readOnly, ok := volumePlugin(src)
 	if !ok {
 		return "", false, fmt.Errorf("%w %q", ErrUnsupportedVolume, sourceKind(src))

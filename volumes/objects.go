@@ -7,6 +7,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -91,6 +92,25 @@ func (c *CachedObjects) GetPersistentVolume(ctx context.Context, name string) (*
 		return nil, err
 	}
 	return pv, nil
+}
+
+// GetCSIDriver returns the CSIDriver name, kept TTL as Secrets and ConfigMaps are.
+func (c *CachedObjects) GetCSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
+	obj, err := c.get(ctx, "csidriver", "", name, &storagev1.CSIDriver{})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*storagev1.CSIDriver), nil
+}
+
+// GetVolumeAttachment reads the VolumeAttachment name, never from the cache: a volume waits for it to
+// be attached.
+func (c *CachedObjects) GetVolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error) {
+	va := &storagev1.VolumeAttachment{}
+	if err := c.Reader.Get(ctx, types.NamespacedName{Name: name}, va); err != nil {
+		return nil, err
+	}
+	return va, nil
 }
 
 // get returns a copy of the cached object if it is fresh, else reads it into obj and caches it.

@@ -20,12 +20,13 @@ type mountLister interface {
 	MountPointsUnder(dir string) ([]string, error)
 }
 
-// TearDown unmounts the pod's subPath bind mounts and tmpfs volumes and removes its volume
+// TearDown unmounts the pod's subPath bind mounts, unpublishes its CSI volumes (and unstages those no
+// other pod uses), unmounts its tmpfs and local volumes and removes its volume
 // directories (<pod>/volumes and <pod>/volume-subpaths); it forgets the pod's tokens. Nothing is
 // removed while something is still mounted beneath. Call it once the pod's containers are stopped;
 // calling it again is harmless. A UID that cannot be a path segment has nothing to tear down: no volume
 // was ever set up for it.
-func (m *Manager) TearDown(_ context.Context, uid types.UID) error {
+func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	if pv := m.state(uid, false); pv != nil {
 		pv.mu.Lock()
 		defer pv.mu.Unlock()
@@ -40,6 +41,10 @@ func (m *Manager) TearDown(_ context.Context, uid types.UID) error {
 	}
 	// Subpath binds first: they may pin files of the volumes.
 	if err := m.removeMounted(filepath.Join(podDir, subPathsDirName), "*/*/*"); err != nil {
+		return err
+	}
+	// CSI volumes through their drivers, before anything is unmounted under them.
+	if err := m.tearDownCSI(ctx, uid, podDir); err != nil {
 		return err
 	}
 	if err := m.removeMounted(filepath.Join(podDir, "volumes"), "*/*"); err != nil {

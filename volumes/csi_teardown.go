@@ -1,0 +1,134 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// tearDownCSI unpublishes every CSI volume of the pod and unstages those no other pod on this node still
+// uses, as the kubelet's CSI plugin: each is found on disk from its vol_data.json, so a volume published
+// before a restart, or by the kubelet before a takeover, is torn down the same way. A driver that is not
+// registered, or a call that fails, is an error: the caller retries, and nothing is removed meanwhile.
+func (m *Manager) tearDownCSI(ctx context.Context, uid types.UID, podDir string) error {
+	dirs, err := filepath.Glob(filepath.Join(podDir, "volumes", pluginCSI, "*"))
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
+		if err := m.tearDownCSIVolume(ctx, uid, dir); err != nil {
+			return err
+		}
+	}
+	m.inUseChanged(m.inUse.removePod(uid))
+	return nil
+}
+
+// tearDownCSIVolume unpublishes one volume directory of a pod, then unstages it if it was the last user.
+func (m *Manager) tearDownCSIVolume(ctx context.Context, uid types.UID, dir string) error {
+	data, err := loadVolData(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // never published by a driver: the generic teardown removes what is there
+	}
+	if err != nil {
+		return err
+	}
+	driver, handle := data["driverName"], data["volumeHandle"]
+	client, err := m.csiClient(driver)
+	if err != nil {
+		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %w", data["specVolID"], err)
+	}
+	target := filepath.Join(dir, csiMountDir)
+	if _, err := os.Lstat(target); err == nil {
+		if err := client.NodeUnpublishVolume(ctx, handle, target); err != nil {
+			return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: rpc error: %w", data["specVolID"], err)
+		}
+	}
+	if err := removeVolumeDir(m.mounter(), target); err != nil {
+		return err
+	}
+	if data["volumeLifecycleMode"] == csiModeEphemeral {
+		return nil
+	}
+	return m.unstageIfUnused(ctx, uid, client, driver, handle)
+}
+
+// unstageIfUnused unstages a persistent volume once no other pod's directory still has it published,
+// and removes its staging directory.
+func (m *Manager) unstageIfUnused(ctx context.Context, uid types.UID, client CSINodeClient, driver, handle string) error {
+	used, err := m.publishedElsewhere(uid, driver, handle)
+	if err != nil || used {
+		return err
+	}
+	staging, err := m.stagingPath(driver, handle)
+	if err != nil {
+		return err
+	}
+	if _, err := loadVolData(filepath.Dir(staging)); errors.Is(err, os.ErrNotExist) {
+		return nil // not staged on this node
+	}
+	caps, err := client.NodeCapabilities(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to read the node capabilities of CSI driver %s: %w", driver, err)
+	}
+	if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
+		if err := client.NodeUnstageVolume(ctx, handle, staging); err != nil {
+			return fmt.Errorf("UnmountDevice failed for volume %s: rpc error: %w", handle, err)
+		}
+	}
+	m.staged.remove(staging)
+	if err := removeVolumeDir(m.mounter(), staging); err != nil {
+		return err
+	}
+	return nil
+}
+
+// publishedElsewhere says whether a pod other than uid has the driver's volume handle published (a
+// vol_data.json naming it in its directory).
+func (m *Manager) publishedElsewhere(uid types.UID, driver, handle string) (bool, error) {
+	dirs, err := filepath.Glob(filepath.Join(m.RootDir, "pods", "*", "volumes", pluginCSI, "*"))
+	if err != nil {
+		return false, err
+	}
+	for _, dir := range dirs {
+		if filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir)))) == string(uid) {
+			continue
+		}
+		data, err := loadVolData(dir)
+		if err != nil {
+			continue
+		}
+		if data["driverName"] == driver && data["volumeHandle"] == handle {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// removeVolumeDir removes a mount directory that is no longer mounted, then its vol_data.json and
+// the directory holding both, as the kubelet's removeMountDir. Something still mounted is an error.
+func removeVolumeDir(mounter Mounter, mountDir string) error {
+	mounted, err := mounter.IsMountPoint(mountDir)
+	if err != nil {
+		return err
+	}
+	if mounted {
+		return fmt.Errorf("%s is still mounted", mountDir)
+	}
+	if err := os.Remove(mountDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(mountDir)
+	if err := os.Remove(filepath.Join(parent, csiVolDataFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(parent); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,401 @@
+package volumes
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// fakeCSI is one registered driver whose node service mounts into a fakeMounter, recording its calls.
+type fakeCSI struct {
+	mu         sync.Mutex
+	name       string
+	registered bool
+	caps       map[csipb.NodeServiceCapability_RPC_Type]bool
+	mounter    *fakeMounter
+	calls      []string
+	stageReqs  []*csipb.NodeStageVolumeRequest
+	pubReqs    []*csipb.NodePublishVolumeRequest
+}
+
+func (f *fakeCSI) NodeClient(driver string) (CSINodeClient, error) {
+	if driver != f.name || !f.registered {
+		return nil, fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
+	}
+	return f, nil
+}
+
+func (f *fakeCSI) NodeCapabilities(context.Context) (map[csipb.NodeServiceCapability_RPC_Type]bool, error) {
+	return f.caps, nil
+}
+
+func (f *fakeCSI) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+func (f *fakeCSI) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequest) error {
+	f.record("stage " + req.VolumeId + " " + req.StagingTargetPath)
+	f.stageReqs = append(f.stageReqs, req)
+	f.mounter.mu.Lock()
+	defer f.mounter.mu.Unlock()
+	f.mounter.mounted[req.StagingTargetPath] = "csi-stage " + req.VolumeId
+	return nil
+}
+
+func (f *fakeCSI) NodeUnstageVolume(_ context.Context, id, staging string) error {
+	f.record("unstage " + id + " " + staging)
+	f.mounter.mu.Lock()
+	defer f.mounter.mu.Unlock()
+	delete(f.mounter.mounted, staging)
+	return nil
+}
+
+func (f *fakeCSI) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolumeRequest) error {
+	f.record("publish " + req.VolumeId + " " + req.TargetPath)
+	f.pubReqs = append(f.pubReqs, req)
+	if err := os.MkdirAll(req.TargetPath, 0o750); err != nil {
+		return err
+	}
+	f.mounter.mu.Lock()
+	defer f.mounter.mu.Unlock()
+	f.mounter.mounted[req.TargetPath] = "csi " + req.VolumeId
+	return nil
+}
+
+func (f *fakeCSI) NodeUnpublishVolume(_ context.Context, id, target string) error {
+	f.record("unpublish " + id + " " + target)
+	f.mounter.mu.Lock()
+	delete(f.mounter.mounted, target)
+	f.mounter.mu.Unlock()
+	return os.RemoveAll(target)
+}
+
+func (f *fakeCSI) callsWith(prefix string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fakeCSIObjects serves CSIDrivers and VolumeAttachments from maps.
+type fakeCSIObjects struct {
+	drivers     map[string]*storagev1.CSIDriver
+	attachments map[string]*storagev1.VolumeAttachment
+}
+
+func (f *fakeCSIObjects) GetCSIDriver(_ context.Context, name string) (*storagev1.CSIDriver, error) {
+	if d, ok := f.drivers[name]; ok {
+		return d.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "storage.k8s.io", Resource: "csidrivers"}, name)
+}
+
+func (f *fakeCSIObjects) GetVolumeAttachment(_ context.Context, name string) (*storagev1.VolumeAttachment, error) {
+	if va, ok := f.attachments[name]; ok {
+		return va.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, name)
+}
+
+const testDriver = "hostpath.csi.k8s.io"
+
+func sha256Hex(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+
+type csiEnv struct {
+	*testEnv
+	csi      *fakeCSI
+	objs     *fakeCSIObjects
+	inUseHit int
+}
+
+func newCSIEnv(t *testing.T, spec storagev1.CSIDriverSpec) *csiEnv {
+	t.Helper()
+	env := &csiEnv{testEnv: newTestEnv(t)}
+	env.csi = &fakeCSI{name: testDriver, registered: true, mounter: env.mounter, caps: map[csipb.NodeServiceCapability_RPC_Type]bool{
+		csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME: true}}
+	env.objs = &fakeCSIObjects{drivers: map[string]*storagev1.CSIDriver{
+		testDriver: {ObjectMeta: metav1.ObjectMeta{Name: testDriver}, Spec: spec}}, attachments: map[string]*storagev1.VolumeAttachment{}}
+	env.m.CSI, env.m.CSIObjects = env.csi, env.objs
+	env.m.InUseChanged = func() { env.inUseHit++ }
+	return env
+}
+
+// bindCSIClaim binds claim ns/data to a CSI PersistentVolume pv-<handle>.
+func (env *csiEnv) bindCSIClaim(handle string) {
+	env.objects.bindClaim("ns", "data", "pv-"+handle, corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+		Driver: testDriver, VolumeHandle: handle, FSType: "ext4", VolumeAttributes: map[string]string{"kind": "test"}}})
+	env.objects.pvs["pv-"+handle].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+}
+
+func (env *csiEnv) attach(handle string, meta map[string]string) {
+	name := attachmentName(handle, testDriver, "node-1")
+	env.objs.attachments[name] = &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: meta}}
+}
+
+func csiPod(uid string) *corev1.Pod {
+	pod := mountingPod(claimVolume("data", "data", false))
+	pod.UID = types.UID(uid)
+	pod.Name = "pod-" + uid
+	return pod
+}
+
+func readVolData(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	data, err := loadVolData(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestAttachableCSIVolumeIsInUseBeforeItIsMounted: the volume is listed in volumesInUse first; it is
+// mounted only once the node's status reported it and its VolumeAttachment is attached; then it is staged
+// and published with the kubelet's paths and vol_data.json, and the container mounts the published dir.
+func TestAttachableCSIVolumeIsInUseBeforeItIsMounted(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{PodInfoOnMount: ptr.To(true)})
+	env.bindCSIClaim("vol-1")
+	pod := csiPod("uid-1")
+	ctx := context.Background()
+	unique := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csi.k8s.io^vol-1")
+
+	errs := env.m.SetUp(ctx, pod)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "not yet reported in use") {
+		t.Fatalf("first SetUp: %v, want a wait for the in-use report", errs)
+	}
+	if got := env.m.VolumesInUse(); len(got) != 1 || got[0] != unique || env.inUseHit != 1 {
+		t.Fatalf("VolumesInUse = %v (changes told %d), want [%s] told once", got, env.inUseHit, unique)
+	}
+	if calls := env.csi.callsWith(""); len(calls) != 0 {
+		t.Fatalf("driver called before the volume was reported in use: %v", calls)
+	}
+	env.m.MarkVolumesReportedInUse([]corev1.UniqueVolumeName{unique})
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 1 || !strings.Contains(errs[0].Error(), "has GET error for volume attachment") {
+		t.Fatalf("SetUp before the attachment exists: %v", errs)
+	}
+	env.attach("vol-1", map[string]string{"device": "/dev/fake"})
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatalf("SetUp once attached: %v", errs)
+	}
+	if !env.m.Ready(pod.UID) {
+		t.Fatal("pod not ready with its volume published")
+	}
+
+	staging := filepath.Join(env.m.RootDir, "plugins/kubernetes.io/csi/hostpath.csi.k8s.io", sha256Hex("vol-1"), "globalmount")
+	target := filepath.Join(env.m.RootDir, "pods/uid-1/volumes/kubernetes.io~csi/pv-vol-1/mount")
+	if got := env.csi.callsWith(""); len(got) != 2 || got[0] != "stage vol-1 "+staging || got[1] != "publish vol-1 "+target {
+		t.Fatalf("driver calls %v, want stage at %s then publish at %s", got, staging, target)
+	}
+	stage, pub := env.csi.stageReqs[0], env.csi.pubReqs[0]
+	if stage.PublishContext["device"] != "/dev/fake" || pub.PublishContext["device"] != "/dev/fake" || pub.StagingTargetPath != staging {
+		t.Errorf("publish context/staging path not passed: stage %v, publish %v", stage, pub)
+	}
+	if m := pub.VolumeCapability.GetMount(); m.FsType != "ext4" || pub.VolumeCapability.AccessMode.Mode != csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER {
+		t.Errorf("capability %v", pub.VolumeCapability)
+	}
+	if pub.VolumeContext["csi.storage.k8s.io/pod.name"] != "pod-uid-1" || pub.VolumeContext["csi.storage.k8s.io/ephemeral"] != "false" ||
+		pub.VolumeContext["kind"] != "test" {
+		t.Errorf("volume context %v, want the attributes and the pod's information", pub.VolumeContext)
+	}
+	if d := readVolData(t, filepath.Dir(staging)); d["volumeHandle"] != "vol-1" || d["driverName"] != testDriver {
+		t.Errorf("staging vol_data.json %v", d)
+	}
+	d := readVolData(t, filepath.Dir(target))
+	want := map[string]string{"specVolID": "pv-vol-1", "volumeHandle": "vol-1", "driverName": testDriver, "nodeName": "node-1",
+		"volumeLifecycleMode": "Persistent", "attachmentID": attachmentName("vol-1", testDriver, "node-1")}
+	for k, v := range want {
+		if d[k] != v {
+			t.Errorf("pod vol_data.json %s = %q, want %q", k, d[k], v)
+		}
+	}
+	mounts, err := env.m.Mounts(pod, &pod.Spec.Containers[0], nil)
+	if err != nil || mounts[0].HostPath != target {
+		t.Fatalf("mounts %v (%v), want %s", mounts, err, target)
+	}
+	// Every sync after: nothing called again.
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 || len(env.csi.callsWith("")) != 2 {
+		t.Errorf("later SetUp: errors %v, calls %v", errs, env.csi.callsWith(""))
+	}
+}
+
+// TestCSIPathsAreTheKubelets pins the on-disk names a takeover depends on.
+func TestCSIPathsAreTheKubelets(t *testing.T) {
+	m := &Manager{RootDir: "/var/lib/kubelet"}
+	got, err := m.stagingPath("hostpath.csi.k8s.io", "vol-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join("/var/lib/kubelet/plugins/kubernetes.io/csi/hostpath.csi.k8s.io", sha256Hex("vol-1"), "globalmount")
+	if got != want {
+		t.Errorf("staging path %s, want %s", got, want)
+	}
+	if a := attachmentName("vol-1", "hostpath.csi.k8s.io", "node-1"); a != "csi-"+sha256Hex("vol-1hostpath.csi.k8s.ionode-1") {
+		t.Errorf("attachment name %s", a)
+	}
+	if u := UniqueCSIVolumeName("d", "h"); u != "kubernetes.io/csi/d^h" {
+		t.Errorf("unique name %s", u)
+	}
+}
+
+func TestCSIVolumeTornDownLastUserUnstages(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.bindCSIClaim("vol-1")
+	ctx := context.Background()
+	a, b := csiPod("uid-a"), csiPod("uid-b")
+	for _, p := range []*corev1.Pod{a, b} {
+		if errs := env.m.SetUp(ctx, p); len(errs) != 0 {
+			t.Fatalf("SetUp %s: %v", p.UID, errs)
+		}
+	}
+	if got := env.csi.callsWith("stage"); len(got) != 1 {
+		t.Errorf("stage calls %v, want one for the node", got)
+	}
+	if got := env.m.VolumesInUse(); len(got) != 0 {
+		t.Errorf("a volume of a driver that does not attach is not reported in use: %v", got)
+	}
+	if err := env.m.TearDown(ctx, a.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.csi.callsWith("unstage"); len(got) != 0 {
+		t.Fatalf("unstaged while pod b still uses it: %v", got)
+	}
+	if err := env.m.TearDown(ctx, b.UID); err != nil {
+		t.Fatal(err)
+	}
+	staging, _ := env.m.stagingPath(testDriver, "vol-1")
+	if got := env.csi.callsWith("unstage"); len(got) != 1 || got[0] != "unstage vol-1 "+staging {
+		t.Fatalf("unstage calls %v", got)
+	}
+	for _, dir := range []string{filepath.Dir(staging), filepath.Join(env.m.RootDir, "pods/uid-b/volumes")} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s left after teardown (%v)", dir, err)
+		}
+	}
+}
+
+// TestCSIVolumeOfAGonePodIsFoundOnDisk: a manager that never saw the pod (a restart, or a takeover from
+// the kubelet) tears its volume down from the vol_data.json files, and adopts a running pod's published
+// volume without publishing it again.
+func TestCSIVolumeOfAGonePodIsFoundOnDisk(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.bindCSIClaim("vol-1")
+	ctx := context.Background()
+	running, gone := csiPod("uid-run"), csiPod("uid-gone")
+	for _, p := range []*corev1.Pod{running, gone} {
+		if errs := env.m.SetUp(ctx, p); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+	}
+	restarted := &Manager{RootDir: env.m.RootDir, Objects: env.objects, Clock: env.clock, NodeName: "node-1",
+		Mounter: env.mounter, CSI: env.csi, CSIObjects: env.objs}
+	// Before it syncs any pod, what is published on disk is in use for an attaching driver.
+	env.objs.drivers[testDriver].Spec.AttachRequired = ptr.To(true)
+	if got := restarted.VolumesInUse(); len(got) != 1 || got[0] != UniqueCSIVolumeName(testDriver, "vol-1") {
+		t.Errorf("VolumesInUse after a restart = %v, want the published volume", got)
+	}
+	env.objs.drivers[testDriver].Spec.AttachRequired = ptr.To(false)
+	calls := len(env.csi.callsWith(""))
+	if errs := restarted.SetUp(ctx, running); len(errs) != 0 || len(env.csi.callsWith("")) != calls {
+		t.Fatalf("adoption: errors %v, calls %v", errs, env.csi.callsWith("")[calls:])
+	}
+	if err := restarted.TearDown(ctx, gone.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.csi.callsWith("unpublish"); len(got) != 1 || !strings.Contains(got[0], "uid-gone") {
+		t.Errorf("unpublish calls %v", got)
+	}
+	if got := env.csi.callsWith("unstage"); len(got) != 0 {
+		t.Errorf("unstaged while the running pod uses it: %v", got)
+	}
+}
+
+func TestCSITearDownWaitsForItsDriver(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.bindCSIClaim("vol-1")
+	ctx := context.Background()
+	pod := csiPod("uid-1")
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	env.csi.registered = false
+	err := env.m.TearDown(ctx, pod.UID)
+	if err == nil || !strings.Contains(err.Error(), "not found in the list of registered CSI drivers") {
+		t.Fatalf("TearDown without the driver: %v", err)
+	}
+	target := filepath.Join(env.m.RootDir, "pods/uid-1/volumes/kubernetes.io~csi/pv-vol-1/mount")
+	if _, ok := env.mounter.mounted[target]; !ok {
+		t.Fatal("the published volume was unmounted behind its driver's back")
+	}
+	env.csi.registered = true
+	if err := env.m.TearDown(ctx, pod.UID); err != nil {
+		t.Fatalf("TearDown once the driver is back: %v", err)
+	}
+	if got := env.csi.callsWith("unpublish"); len(got) != 1 {
+		t.Errorf("unpublish calls %v", got)
+	}
+}
+
+func TestInlineCSIVolumeIsEphemeral(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
+		PodInfoOnMount: ptr.To(true)})
+	pod := newPod(corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+		Driver: testDriver, VolumeAttributes: map[string]string{"size": "1Mi"}}}})
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/s"}}
+	ctx := context.Background()
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	handle := "csi-" + sha256Hex("uid-1scratch")
+	target := filepath.Join(env.m.RootDir, "pods/uid-1/volumes/kubernetes.io~csi/scratch/mount")
+	if got := env.csi.callsWith(""); len(got) != 1 || got[0] != "publish "+handle+" "+target {
+		t.Fatalf("calls %v, want one publish of %s (no stage, no attach)", got, handle)
+	}
+	if env.csi.pubReqs[0].VolumeContext["csi.storage.k8s.io/ephemeral"] != "true" {
+		t.Errorf("volume context %v", env.csi.pubReqs[0].VolumeContext)
+	}
+	if err := env.m.TearDown(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.csi.callsWith("unstage"); len(got) != 0 || len(env.csi.callsWith("unpublish")) != 1 {
+		t.Errorf("teardown calls %v", env.csi.callsWith(""))
+	}
+
+	// A driver that only does persistent volumes refuses an inline one.
+	env.objs.drivers[testDriver].Spec.VolumeLifecycleModes = nil
+	pod.UID = "uid-2"
+	errs := env.m.SetUp(ctx, pod)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `volume mode "Ephemeral" not supported by driver`) {
+		t.Errorf("errors %v", errs)
+	}
+}
+
+func TestCSIDriverNotRegisteredSays(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.csi.registered = false
+	env.bindCSIClaim("vol-1")
+	errs := env.m.SetUp(context.Background(), csiPod("uid-1"))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `MountVolume.SetUp failed for volume "data" : driver name hostpath.csi.k8s.io not found in the list of registered CSI drivers`) {
+		t.Errorf("errors %v", errs)
+	}
+}
