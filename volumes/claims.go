@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/storage/ephemeral"
 )
 
 // Plugin directory of local persistent volumes under <pod>/volumes, as the kubelet escapes it.
@@ -45,10 +46,15 @@ func (e *ClaimError) Unwrap() error { return e.Err }
 // messages: the claim must exist, not be being deleted, be Bound to a named volume; the volume must
 // exist and be bound back to this claim (by UID); its volumeMode must match how containers use it.
 func (m *Manager) resolveClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (*claimedVolume, error) {
-	src := vol.PersistentVolumeClaim
+	src := claimSource(pod, vol)
 	pvc, err := m.boundClaim(ctx, pod.Namespace, src.ClaimName)
 	if err != nil {
 		return nil, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
+	}
+	if vol.Ephemeral != nil {
+		if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {
+			return nil, err
+		}
 	}
 	pv, err := m.boundVolume(ctx, pvc.Spec.VolumeName, pvc.UID)
 	if err != nil {
@@ -58,6 +64,15 @@ func (m *Manager) resolveClaim(ctx context.Context, pod *corev1.Pod, vol *corev1
 		return nil, err
 	}
 	return &claimedVolume{pvc: pvc, pv: pv, readOnly: src.ReadOnly}, nil
+}
+
+// claimSource is the claim of a persistentVolumeClaim volume, or of a generic ephemeral volume: the claim
+// <pod>-<volume> the ephemeral volume controller makes for the pod (never read-only).
+func claimSource(pod *corev1.Pod, vol *corev1.Volume) *corev1.PersistentVolumeClaimVolumeSource {
+	if vol.PersistentVolumeClaim != nil {
+		return vol.PersistentVolumeClaim
+	}
+	return &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ephemeral.VolumeClaimName(pod, vol)}
 }
 
 // boundClaim is the claim if it can be used: found, not being deleted, Bound to a named volume.
@@ -137,7 +152,7 @@ func volumeUses(pod *corev1.Pod, name string) (mounted, devices bool) {
 	return mounted, devices
 }
 
-// setUpClaim resolves the pod's claim (once: a volume set up stays with the claim it was set up for)
+// setUpClaim resolves the pod's claim (of a persistentVolumeClaim or generic ephemeral volume) (once: a volume set up stays with the claim it was set up for)
 // and sets up the volume bound to it.
 func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) error {
 	cv := pv.claims[vol.Name]

@@ -206,3 +206,28 @@ func TestUnsupportedPersistentVolumeSays(t *testing.T) {
 		t.Errorf("errors = %v", errs)
 	}
 }
+
+// TestGenericEphemeralVolumeUsesTheClaimMadeForThePod: the claim <pod>-<volume>, and only if the pod
+// controls it.
+func TestGenericEphemeralVolumeUsesTheClaimMadeForThePod(t *testing.T) {
+	env := newTestEnv(t)
+	dir := t.TempDir()
+	vol := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}}}
+	pod := mountingPod(vol)
+	env.objects.bindClaim("ns", "web-scratch", "pv-1", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}})
+
+	errs := env.m.SetUp(context.Background(), pod)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "PVC ns/web-scratch was not created for pod ns/web (pod is not owner)") {
+		t.Fatalf("errors %v, want the claim refused: the pod does not own it", errs)
+	}
+	env.objects.claims["ns/web-scratch"].OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod",
+		Name: "web", UID: pod.UID, Controller: new(true)}}
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+		t.Fatalf("errors %v with the pod owning its claim", errs)
+	}
+	mounts, err := env.m.Mounts(pod, &pod.Spec.Containers[0], nil)
+	if err != nil || mounts[0].HostPath != dir {
+		t.Errorf("mounts %v (%v), want %s", mounts, err, dir)
+	}
+}

@@ -156,7 +156,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return m.setUpDownwardAPI(pod, vol.Name, src.DownwardAPI)
 	case src.Projected != nil:
 		return m.setUpProjected(ctx, pod, vol.Name, src.Projected, pv)
-	case src.PersistentVolumeClaim != nil:
+	case src.PersistentVolumeClaim != nil, src.Ephemeral != nil:
 		return m.setUpClaim(ctx, pod, vol, pv)
 	case src.CSI != nil:
 		return m.setUpCSI(ctx, pod, csiFromInline(pod, vol), pv)

@@ -90,13 +90,13 @@ func (m *Manager) volumePath(pod *corev1.Pod, pv *podVolumes, vol *corev1.Volume
 	if src.HostPath != nil {
 		return src.HostPath.Path, false, nil
 	}
-	if src.PersistentVolumeClaim != nil {
+	if src.PersistentVolumeClaim != nil || src.Ephemeral != nil {
 		var cv *claimedVolume
 		if pv != nil {
 			cv = pv.claims[vol.Name]
 		}
 		if cv == nil {
-			return "", false, fmt.Errorf("volume %q: claim %q is not set up", vol.Name, src.PersistentVolumeClaim.ClaimName)
+			return "", false, fmt.Errorf("volume %q: its claim is not set up", vol.Name)
 		}
 		path, err := m.persistentPath(pod.UID, cv)
 		return path, cv.readOnly, err
