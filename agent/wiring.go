@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/periodic"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
@@ -151,6 +153,7 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, ple
 	} else {
 		a.volumeMgr = a.volumes(deps.Node)
 		deps.Volumes = a.volumeMgr
+		a.local = append(a.local, manager.RunnableFunc(a.cleanUpStagedVolumes))
 	}
 	deps.Probes = prober
 	if err := a.hardening(&deps, connector); err != nil {
@@ -247,6 +250,17 @@ func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volum
 		}
 	}
 	return m
+}
+
+// cleanUpStagedVolumes unstages, every minute, the CSI volumes staged on this node that no pod uses any
+// more (left by a restart or a takeover).
+func (a *Agent) cleanUpStagedVolumes(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	return periodic.Run(ctx, a.clock(), nil, time.Minute, func(ctx context.Context) {
+		if err := a.volumeMgr.CleanUpStaged(ctx); err != nil {
+			log.Error(err, "Unstaging a CSI volume no pod uses failed; retrying in a minute")
+		}
+	})
 }
 
 // nodeReconciler keeps the Node registered and its status true.

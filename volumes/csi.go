@@ -214,19 +214,31 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, v *csiVolume, p
 	if err != nil {
 		return fmt.Errorf("failed to read the node capabilities of CSI driver %s: %w", v.driver, err)
 	}
-	staging := ""
-	if !v.ephemeral {
-		if staging, err = m.stageCSI(ctx, client, caps, v, pod, publishContext); err != nil {
-			return err
-		}
-	}
-	if err := m.publishCSI(ctx, client, caps, pod, v, info, pv, staging, target, publishContext); err != nil {
+	if err := m.stageAndPublish(ctx, client, caps, pod, v, info, pv, target, publishContext); err != nil {
 		return err
 	}
 	if caps[csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] || v.readOnly || !supportsFSGroup(v, info, pod) {
 		return nil
 	}
 	return applyFSGroup(target, pod)
+}
+
+// stageAndPublish stages a persistent volume (under its staging path's lock, so that the last pod's
+// teardown cannot unstage it in between) and publishes it at target.
+func (m *Manager) stageAndPublish(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
+	pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, pv *podVolumes, target string, publishContext map[string]string) error {
+	staging := ""
+	if !v.ephemeral {
+		path, err := m.stagingPath(v.driver, v.handle)
+		if err != nil {
+			return err
+		}
+		defer m.stagingLocks.lock(path)()
+		if staging, err = m.stageCSI(ctx, client, caps, v, pod, publishContext); err != nil {
+			return err
+		}
+	}
+	return m.publishCSI(ctx, client, caps, pod, v, info, pv, staging, target, publishContext)
 }
 
 // checkLifecycleMode: the driver must support the volume's lifecycle mode (persistent or ephemeral).

@@ -61,12 +61,13 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, uid types.UID, dir stri
 // unstageIfUnused unstages a persistent volume once no other pod's directory still has it published,
 // and removes its staging directory.
 func (m *Manager) unstageIfUnused(ctx context.Context, uid types.UID, client CSINodeClient, driver, handle string) error {
-	used, err := m.publishedElsewhere(uid, driver, handle)
-	if err != nil || used {
-		return err
-	}
 	staging, err := m.stagingPath(driver, handle)
 	if err != nil {
+		return err
+	}
+	defer m.stagingLocks.lock(staging)()
+	used, err := m.publishedElsewhere(uid, driver, handle)
+	if err != nil || used {
 		return err
 	}
 	if _, err := loadVolData(filepath.Dir(staging)); errors.Is(err, os.ErrNotExist) {
@@ -131,4 +132,58 @@ func removeVolumeDir(mounter Mounter, mountDir string) error {
 		return err
 	}
 	return nil
+}
+
+// CleanUpStaged unstages the persistent CSI volumes staged on this node that no pod has published and
+// no pod of this manager is setting up: those a restart or a takeover left behind (a pod deleted between
+// its unpublish and its volume's unstage). A driver that is not registered leaves its volumes for a later
+// pass. It returns the first error; the others are retried at the next pass as well.
+func (m *Manager) CleanUpStaged(ctx context.Context) error {
+	dirs, err := filepath.Glob(filepath.Join(m.RootDir, "plugins", csiPluginName, "*", "*", csiVolDataFile))
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, file := range dirs {
+		data, err := loadVolData(filepath.Dir(file))
+		if err != nil {
+			continue
+		}
+		if err := m.cleanUpStaged(ctx, data["driverName"], data["volumeHandle"]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (m *Manager) cleanUpStaged(ctx context.Context, driver, handle string) error {
+	if m.claimedByAPod(driver, handle) {
+		return nil
+	}
+	client, err := m.csiClient(driver)
+	if err != nil {
+		return err
+	}
+	return m.unstageIfUnused(ctx, "", client, driver, handle)
+}
+
+// claimedByAPod says whether a pod this manager knows uses the CSI volume.
+func (m *Manager) claimedByAPod(driver, handle string) bool {
+	m.mu.Lock()
+	pods := make([]*podVolumes, 0, len(m.pods))
+	for _, pv := range m.pods {
+		pods = append(pods, pv)
+	}
+	m.mu.Unlock()
+	for _, pv := range pods {
+		pv.mu.Lock()
+		for _, cv := range pv.claims {
+			if src := cv.pv.Spec.CSI; src != nil && src.Driver == driver && src.VolumeHandle == handle {
+				pv.mu.Unlock()
+				return true
+			}
+		}
+		pv.mu.Unlock()
+	}
+	return false
 }

@@ -399,3 +399,39 @@ func TestCSIDriverNotRegisteredSays(t *testing.T) {
 		t.Errorf("errors %v", errs)
 	}
 }
+
+// TestStagedVolumeLeftBehindIsUnstaged: a volume staged with no pod publishing it (its pod went while the
+// agent was away) is unstaged by the cleanup pass; one a pod uses is left.
+func TestStagedVolumeLeftBehindIsUnstaged(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.bindCSIClaim("vol-1")
+	ctx := context.Background()
+	pod := csiPod("uid-1")
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if err := env.m.CleanUpStaged(ctx); err != nil || len(env.csi.callsWith("unstage")) != 0 {
+		t.Fatalf("cleanup unstaged a volume in use: %v, calls %v", err, env.csi.callsWith("unstage"))
+	}
+	// The pod's directory goes behind the manager's back (unpublished by a previous agent), and the
+	// manager restarts: the staged volume is an orphan.
+	target := filepath.Join(env.m.RootDir, "pods/uid-1/volumes/kubernetes.io~csi/pv-vol-1/mount")
+	if err := env.csi.NodeUnpublishVolume(ctx, "vol-1", target); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(env.m.RootDir, "pods/uid-1")); err != nil {
+		t.Fatal(err)
+	}
+	restarted := &Manager{RootDir: env.m.RootDir, Objects: env.objects, Clock: env.clock, NodeName: "node-1",
+		Mounter: env.mounter, CSI: env.csi, CSIObjects: env.objs}
+	if err := restarted.CleanUpStaged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	staging, _ := restarted.stagingPath(testDriver, "vol-1")
+	if got := env.csi.callsWith("unstage"); len(got) != 1 || got[0] != "unstage vol-1 "+staging {
+		t.Fatalf("unstage calls %v", got)
+	}
+	if _, err := os.Stat(filepath.Dir(staging)); !os.IsNotExist(err) {
+		t.Errorf("staging directory left: %v", err)
+	}
+}

@@ -100,6 +100,8 @@ type Manager struct {
 	inUse inUseSet
 	// staged is the staging paths staged by this process (NodeStageVolume is called once per path).
 	staged pathSet
+	// stagingLocks serializes, per staging path, staging and publishing against unstaging.
+	stagingLocks keyedMutex
 }
 
 // podVolumes is what the manager remembers of one pod.
