@@ -154,6 +154,9 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, ple
 		a.volumeMgr = a.volumes(deps.Node)
 		deps.Volumes = a.volumeMgr
 		a.local = append(a.local, manager.RunnableFunc(a.cleanUpStagedVolumes))
+		if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {
+			return nil, fmt.Errorf("register volume metrics: %w", err)
+		}
 	}
 	deps.Probes = prober
 	if err := a.hardening(&deps, connector); err != nil {

@@ -48,6 +48,7 @@ type CSINodeClient interface {
 	NodeUnstageVolume(ctx context.Context, volumeID, stagingPath string) error
 	NodePublishVolume(ctx context.Context, req *csipb.NodePublishVolumeRequest) error
 	NodeUnpublishVolume(ctx context.Context, volumeID, targetPath string) error
+	NodeGetVolumeStats(ctx context.Context, volumeID, volumePath string) (*csipb.NodeGetVolumeStatsResponse, error)
 }
 
 // CSIObjects reads what CSI volumes need from the API server: the CSIDriver (get, as the Node

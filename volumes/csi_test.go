@@ -11,12 +11,15 @@ import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 )
 
@@ -84,6 +87,14 @@ func (f *fakeCSI) NodeUnpublishVolume(_ context.Context, id, target string) erro
 	delete(f.mounter.mounted, target)
 	f.mounter.mu.Unlock()
 	return os.RemoveAll(target)
+}
+
+func (f *fakeCSI) NodeGetVolumeStats(_ context.Context, id, path string) (*csipb.NodeGetVolumeStatsResponse, error) {
+	f.record("stats " + id + " " + path)
+	return &csipb.NodeGetVolumeStatsResponse{Usage: []*csipb.VolumeUsage{
+		{Unit: csipb.VolumeUsage_BYTES, Total: 1 << 30, Available: 3 << 28, Used: 1 << 28},
+		{Unit: csipb.VolumeUsage_INODES, Total: 1000, Available: 900, Used: 100},
+	}}, nil
 }
 
 func (f *fakeCSI) callsWith(prefix string) []string {
@@ -433,5 +444,43 @@ func TestStagedVolumeLeftBehindIsUnstaged(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(staging)); !os.IsNotExist(err) {
 		t.Errorf("staging directory left: %v", err)
+	}
+}
+
+// TestClaimedVolumeStatsAndMetrics: a CSI volume is measured by its driver (with GET_VOLUME_STATS), a local
+// one by statfs; each carries its claim, and /metrics has the kubelet's kubelet_volume_stats_* per claim.
+func TestClaimedVolumeStatsAndMetrics(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.csi.caps[csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS] = true
+	env.bindCSIClaim("vol-1")
+	ctx := context.Background()
+	pod := csiPod("uid-1")
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	var claimed *statsapi.VolumeStats
+	for _, vs := range env.m.Stats(pod.UID) {
+		if vs.PVCRef != nil {
+			claimed = &vs
+		}
+	}
+	if claimed == nil || claimed.Name != "data" || claimed.PVCRef.Name != "data" || claimed.PVCRef.Namespace != "ns" ||
+		*claimed.CapacityBytes != 1<<30 || *claimed.UsedBytes != 1<<28 || *claimed.InodesFree != 900 {
+		t.Fatalf("claimed volume stats %+v", claimed)
+	}
+	reg := prometheus.NewRegistry()
+	if err := env.m.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP kubelet_volume_stats_used_bytes Number of used bytes in the volume
+# TYPE kubelet_volume_stats_used_bytes gauge
+kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="data"} 2.68435456e+08
+`
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_volume_stats_used_bytes"); err != nil {
+		t.Error(err)
+	}
+	if n, err := promtestutil.GatherAndCount(reg); err != nil || n != 6 {
+		t.Errorf("%d series (%v), want the six kubelet_volume_stats_* of one claim", n, err)
 	}
 }

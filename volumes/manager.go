@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -111,6 +112,9 @@ type podVolumes struct {
 	tokens map[string]*authenticationv1.TokenRequest
 	// claims are the pod's persistentVolumeClaim volumes resolved and set up, by pod volume name.
 	claims map[string]*claimedVolume
+	// claimsSeen is a copy of claims as the last SetUp left them, for readers that must not wait for a
+	// SetUp in progress (stats).
+	claimsSeen atomic.Pointer[map[string]*claimedVolume]
 	ready  atomic.Bool
 	// limited: the pod's local storage has a limit (its volumes are measured more often).
 	limited atomic.Bool
@@ -135,7 +139,17 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 		pv.done[vol.Name] = true
 	}
 	pv.ready.Store(allDone(pod.Spec.Volumes, pv.done))
+	seen := maps.Clone(pv.claims)
+	pv.claimsSeen.Store(&seen)
 	return errs
+}
+
+// claimsSnapshot is the pod's claimed volumes as the last SetUp left them.
+func (pv *podVolumes) claimsSnapshot() map[string]*claimedVolume {
+	if p := pv.claimsSeen.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Ready reports whether every volume of the pod was set up at least once (containers start only then).

@@ -41,7 +41,8 @@ type measuredVolumes struct {
 
 // Stats is the usage of the pod's volumes that live in its directory (emptyDir, configMap, secret,
 // downwardAPI, projected), as the kubelet's volume stats report them: bytes in use (blocks allocated) and
-// inodes, with the capacity and free space of the filesystem holding them. A pod's figures are measured
+// inodes, with the capacity and free space of the filesystem holding them; and of its claimed volumes,
+// with their claim (claimStats). A pod's figures are measured
 // at most once per StatsPeriod, or LimitedStatsPeriod when its local storage has a limit.
 func (m *Manager) Stats(uid types.UID) []statsapi.VolumeStats {
 	now := m.clock().Now()
@@ -92,7 +93,7 @@ func (m *Manager) measure(uid types.UID, now time.Time) []statsapi.VolumeStats {
 			out = append(out, statsapi.VolumeStats{Name: e.Name(), FsStats: st})
 		}
 	}
-	return out
+	return append(out, m.claimStats(uid, now)...)
 }
 
 // diskUsage is what a directory tree takes on disk, as du measures it: allocated blocks, and inodes
