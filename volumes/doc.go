@@ -1,15 +1,38 @@
 // Package volumes prepares and tears down the volumes of the pods bound to this node, as the kubelet's
 // volume manager and in-tree plugins do: emptyDir (on disk, or tmpfs for medium Memory), hostPath (with
 // its type checks), configMap, secret, downwardAPI and projected volumes (configMap, secret, downwardAPI
-// and service account token sources), and persistentVolumeClaim volumes: the claim is resolved to the
-// PersistentVolume bound to it as the kubelet's desired-state populator does (found, not being deleted,
-// Bound, the volume's claimRef pointing back at it, its volumeMode matching volumeMounts or
-// volumeDevices; otherwise a *ClaimError with the kubelet's message and the pod waits), then set up by
-// the volume's plugin: hostPath (its type checks) and local (a bind mount of the directory at
-// <pod>/volumes/kubernetes.io~local-volume/<pv>, read-only for a read-only claim, given the pod's
-// fsGroup). A volume set up stays with the claim it was set up for. It also prepares the CRI mounts of a container: readOnly, subPath
-// and subPathExpr (bind-mounted safely under the pod's volume-subpaths directory), mount propagation and
-// recursive read-only mounts.
+// and service account token sources), inline CSI volumes, and persistentVolumeClaim and generic
+// ephemeral volumes. It also prepares the CRI mounts of a container: readOnly, subPath and subPathExpr
+// (bind-mounted safely under the pod's volume-subpaths directory), mount propagation and recursive
+// read-only mounts.
+//
+// # Claims
+//
+// A claim (a persistentVolumeClaim volume's, or the claim <pod>-<volume> of a generic ephemeral volume,
+// which the pod must control) is resolved to the PersistentVolume bound to it as the kubelet's
+// desired-state populator does: found, not being deleted, Bound, the volume's claimRef pointing back at
+// it, its volumeMode matching volumeMounts or volumeDevices. Otherwise SetUp returns a *ClaimError with
+// the kubelet's message and the pod waits. A volume set up stays with the claim it was set up for. The
+// volume is then set up by its plugin: hostPath (its type checks), local (a bind mount of the directory at
+// <pod>/volumes/kubernetes.io~local-volume/<pv>, read-only for a read-only claim, given the pod's fsGroup)
+// or CSI.
+//
+// # CSI
+//
+// As the kubelet's CSI plugin: the driver (a CSIDrivers, registered through the plugin watcher of
+// volumes/csi) stages a persistent volume once per node at
+// <root>/plugins/kubernetes.io/csi/<driver>/<sha256 of the handle>/globalmount and publishes it for each
+// pod at <pod>/volumes/kubernetes.io~csi/<spec name>/mount, each with the kubelet's vol_data.json beside
+// it. The CSIDriver object says whether the volume is attached first (then it is listed in the node's
+// status.volumesInUse before anything is mounted, and its VolumeAttachment must be attached; its
+// attachment metadata is the publish context), whether the driver gets the pod's information, how the
+// pod's fsGroup is applied, which service account tokens it gets and which lifecycle modes it supports.
+// Teardown finds a pod's CSI volumes from their vol_data.json — those published before a restart or by
+// the kubelet before a takeover too —, unpublishes them, and unstages a volume once no pod on the node
+// has it published; a volume published on disk stays in volumesInUse until then, and a volume staged
+// with no pod is unstaged by CleanUpStaged. A running pod's published volume is adopted, not published
+// again. Stats come from the driver's NodeGetVolumeStats, and each claim gets the kubelet_volume_stats_*
+// series.
 //
 // Layout on the host, as the kubelet's:
 //
@@ -31,6 +54,8 @@
 //     projected volume source (CachedObjects keeps each object a short while, per object);
 //   - get persistentvolumeclaims/<name> in the pod's namespace and get persistentvolumes/<name> of the
 //     volume bound to it, fresh on every try until the volume is set up;
+//   - get csidrivers/<name> (kept a short while) and get volumeattachments/<name> of the pod's CSI
+//     volumes on this node;
 //   - create serviceaccounts/<name>/token (the TokenRequest API) for the pod's service account, with
 //     the pod as the bound object, for projected serviceAccountToken sources.
 //
