@@ -115,7 +115,7 @@ type podVolumes struct {
 	// claimsSeen is a copy of claims as the last SetUp left them, for readers that must not wait for a
 	// SetUp in progress (stats).
 	claimsSeen atomic.Pointer[map[string]*claimedVolume]
-	ready  atomic.Bool
+	ready      atomic.Bool
 	// limited: the pod's local storage has a limit (its volumes are measured more often).
 	limited atomic.Bool
 }
