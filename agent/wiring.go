@@ -152,6 +152,7 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, ple
 		prober = &probes.Manager{Clock: a.clock(), Recorder: rec, Simulate: sim.probe()}
 	} else {
 		a.volumeMgr = a.volumes(deps.Node)
+		a.volumeMgr.Recorder = rec
 		deps.Volumes = a.volumeMgr
 		a.local = append(a.local, manager.RunnableFunc(a.cleanUpStagedVolumes))
 		if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {
@@ -239,9 +240,9 @@ func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
 func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volumes.Manager {
 	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
 	if !a.standalone {
-		objs := &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(),
+		objs := &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(), Status: a.mgr.GetClient(),
 			Clock: a.clock(), TTL: 10 * time.Second}
-		m.Objects, m.CSIObjects = objs, objs
+		m.Objects, m.CSIObjects, m.ClaimStatus = objs, objs, objs
 	}
 	if node != nil {
 		m.NodeAllocatable = func() corev1.ResourceList {

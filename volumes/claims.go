@@ -156,7 +156,9 @@ func volumeUses(pod *corev1.Pod, name string) (mounted, devices bool) {
 // and sets up the volume bound to it.
 func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) error {
 	cv := pv.claims[vol.Name]
-	if cv == nil {
+	if cv != nil {
+		m.expandInUse(ctx, pod, cv)
+	} else {
 		var err error
 		if cv, err = m.resolveClaim(ctx, pod, vol); err != nil {
 			return &ClaimError{Volume: vol.Name, Err: err}

@@ -49,6 +49,13 @@ type CSINodeClient interface {
 	NodePublishVolume(ctx context.Context, req *csipb.NodePublishVolumeRequest) error
 	NodeUnpublishVolume(ctx context.Context, volumeID, targetPath string) error
 	NodeGetVolumeStats(ctx context.Context, volumeID, volumePath string) (*csipb.NodeGetVolumeStatsResponse, error)
+	NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandVolumeRequest) error
+}
+
+// ClaimStatusWriter patches a claim's status (persistentvolumeclaims/status, which the Node authorizer's
+// rules allow a node): node expansion writes its progress there.
+type ClaimStatusWriter interface {
+	PatchClaimStatus(ctx context.Context, old, updated *corev1.PersistentVolumeClaim) error
 }
 
 // CSIObjects reads what CSI volumes need from the API server: the CSIDriver (get, as the Node

@@ -13,12 +13,16 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 )
@@ -32,6 +36,7 @@ type fakeCSI struct {
 	mounter    *fakeMounter
 	calls      []string
 	stageReqs  []*csipb.NodeStageVolumeRequest
+	expandErr  error
 	pubReqs    []*csipb.NodePublishVolumeRequest
 }
 
@@ -482,5 +487,102 @@ kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="data"} 2.6
 	}
 	if n, err := promtestutil.GatherAndCount(reg); err != nil || n != 6 {
 		t.Errorf("%d series (%v), want the six kubelet_volume_stats_* of one claim", n, err)
+	}
+}
+
+func (f *fakeCSI) NodeExpandVolume(_ context.Context, req *csipb.NodeExpandVolumeRequest) error {
+	f.record(fmt.Sprintf("expand %s %s %d", req.VolumeId, req.VolumePath, req.CapacityRange.RequiredBytes))
+	return f.expandErr
+}
+
+// fakeClaimStatus applies status patches to the fake objects' claims.
+type fakeClaimStatus struct {
+	objects *fakeObjects
+	patches []*corev1.PersistentVolumeClaim
+}
+
+func (f *fakeClaimStatus) PatchClaimStatus(_ context.Context, _, updated *corev1.PersistentVolumeClaim) error {
+	f.patches = append(f.patches, updated.DeepCopy())
+	f.objects.mu.Lock()
+	defer f.objects.mu.Unlock()
+	f.objects.claims[updated.Namespace+"/"+updated.Name].Status = *updated.Status.DeepCopy()
+	return nil
+}
+
+// TestPublishedVolumeIsExpandedOnTheNode: once the resizer grew the volume and asks for node expansion,
+// the next sync expands it through the driver and finishes the claim as the kubelet does.
+func TestPublishedVolumeIsExpandedOnTheNode(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.csi.caps[csipb.NodeServiceCapability_RPC_EXPAND_VOLUME] = true
+	cs := &fakeClaimStatus{objects: env.objects}
+	env.m.ClaimStatus = cs
+	rec := record.NewFakeRecorder(10)
+	env.m.Recorder = rec
+	env.bindCSIClaim("vol-1")
+	claim := env.objects.claims["ns/data"]
+	claim.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	env.objects.pvs["pv-vol-1"].Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	ctx := context.Background()
+	pod := csiPod("uid-1")
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	// The volume grew, but until the resizer asks for node expansion nothing happens on the node.
+	env.objects.pvs["pv-vol-1"].Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("2Gi")
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 || len(env.csi.callsWith("expand")) != 0 {
+		t.Fatalf("expanded without NodeResizePending: %v %v", errs, env.csi.callsWith("expand"))
+	}
+	claim.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+		corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+	claim.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	target := filepath.Join(env.m.RootDir, "pods/uid-1/volumes/kubernetes.io~csi/pv-vol-1/mount")
+	if got := env.csi.callsWith("expand"); len(got) != 1 || got[0] != fmt.Sprintf("expand vol-1 %s %d", target, int64(2<<30)) {
+		t.Fatalf("expand calls %v", got)
+	}
+	if len(cs.patches) != 2 || cs.patches[0].Status.AllocatedResourceStatuses[corev1.ResourceStorage] != corev1.PersistentVolumeClaimNodeResizeInProgress {
+		t.Fatalf("patches %v, want NodeResizeInProgress then done", cs.patches)
+	}
+	done := env.objects.claims["ns/data"].Status
+	if c := done.Capacity[corev1.ResourceStorage]; c.String() != "2Gi" || done.AllocatedResourceStatuses != nil || len(done.Conditions) != 0 {
+		t.Errorf("claim status after expansion %+v", done)
+	}
+	if len(rec.Events) != 2 || !strings.HasPrefix(<-rec.Events, `Normal FileSystemResizeSuccessful MountVolume.NodeExpandVolume succeeded for volume "pv-vol-1" node-1`) {
+		t.Errorf("events %d", len(rec.Events))
+	}
+	// Done: the next sync does nothing.
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 || len(env.csi.callsWith("expand")) != 1 {
+		t.Errorf("second expansion: %v %v", errs, env.csi.callsWith("expand"))
+	}
+}
+
+func TestFailedNodeExpansionIsWrittenOnTheClaim(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.csi.caps[csipb.NodeServiceCapability_RPC_EXPAND_VOLUME] = true
+	env.csi.expandErr = grpcstatus.Error(codes.OutOfRange, "too big")
+	cs := &fakeClaimStatus{objects: env.objects}
+	env.m.ClaimStatus = cs
+	env.bindCSIClaim("vol-1")
+	claim := env.objects.claims["ns/data"]
+	claim.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	env.objects.pvs["pv-vol-1"].Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	ctx := context.Background()
+	pod := csiPod("uid-1")
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	env.objects.pvs["pv-vol-1"].Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("9Ei")
+	claim.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+		corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatalf("a failed expansion must not fail the running pod's volumes: %v", errs)
+	}
+	st := env.objects.claims["ns/data"].Status
+	if st.AllocatedResourceStatuses[corev1.ResourceStorage] != corev1.PersistentVolumeClaimNodeResizeInfeasible ||
+		len(st.Conditions) != 1 || st.Conditions[0].Type != corev1.PersistentVolumeClaimNodeResizeError ||
+		!strings.Contains(st.Conditions[0].Message, "failed to expand pvc with rpc error: code = OutOfRange desc = too big") {
+		t.Errorf("claim status %+v", st)
 	}
 }

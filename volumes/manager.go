@@ -14,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/podrules"
@@ -89,6 +90,10 @@ type Manager struct {
 	// CSIObjects reads CSIDrivers and VolumeAttachments; nil: no API server (drivers get the defaults
 	// and nothing attachable is mounted).
 	CSIObjects CSIObjects
+	// ClaimStatus patches claims' status (node expansion); nil: volumes are not expanded on this node.
+	ClaimStatus ClaimStatusWriter
+	// Recorder records the volume events of pods and claims (FileSystemResizeSuccessful); nil: none.
+	Recorder record.EventRecorder
 	// InUseChanged, if set, is called when the set of volumes to report in use changes: the node's
 	// status should then be written soon, since attachable volumes are mounted only once reported.
 	InUseChanged func()

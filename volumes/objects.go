@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -26,6 +27,8 @@ type CachedObjects struct {
 	Reader client.Reader
 	// Tokens creates the serviceaccounts/token subresource (a manager's GetClient()).
 	Tokens client.SubResourceClientConstructor
+	// Status patches claims' status (a manager's GetClient()); nil: PatchClaimStatus fails.
+	Status client.StatusClient
 	Clock  clock.Clock
 	// TTL is how long a fetched object is used before it is read again; 0 reads it on every call.
 	TTL time.Duration
@@ -111,6 +114,15 @@ func (c *CachedObjects) GetVolumeAttachment(ctx context.Context, name string) (*
 		return nil, err
 	}
 	return va, nil
+}
+
+// PatchClaimStatus patches the claim's status from old to updated (a strategic merge patch that fails on a
+// newer claim, as the kubelet's).
+func (c *CachedObjects) PatchClaimStatus(ctx context.Context, old, updated *corev1.PersistentVolumeClaim) error {
+	if c.Status == nil {
+		return errors.New("no client to patch claim status with")
+	}
+	return c.Status.Status().Patch(ctx, updated.DeepCopy(), client.StrategicMergeFrom(old, client.MergeFromWithOptimisticLock{}))
 }
 
 // get returns a copy of the cached object if it is fresh, else reads it into obj and caches it.

@@ -1,0 +1,171 @@
+package volumes
+
+import (
+	"context"
+	"fmt"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// resizeConditions are the claim conditions of a resize: a finished node expansion clears them.
+var resizeConditions = map[corev1.PersistentVolumeClaimConditionType]bool{
+	corev1.PersistentVolumeClaimFileSystemResizePending: true,
+	corev1.PersistentVolumeClaimResizing:                true,
+	corev1.PersistentVolumeClaimControllerResizeError:   true,
+	corev1.PersistentVolumeClaimNodeResizeError:         true,
+}
+
+// expandInUse expands a published CSI volume on this node when its PersistentVolume grew past the
+// claim's capacity and the resizer asks for node expansion (allocatedResourceStatuses[storage]
+// NodeResizePending or NodeResizeInProgress), as the kubelet's node expander: the claim is marked
+// NodeResizeInProgress, the driver's NodeExpandVolume is called on the published path, then the claim's
+// capacity becomes the volume's, its resize status and conditions are cleared and FileSystemResizeSuccess
+// is recorded on the pod and the claim. A failure is written on the claim (NodeResizeError, or
+// NodeResizeInfeasible for a final one) and retried at a later sync. A claim or volume that cannot be
+// read now is left for a later sync.
+func (m *Manager) expandInUse(ctx context.Context, pod *corev1.Pod, cv *claimedVolume) {
+	src := cv.pv.Spec.CSI
+	if src == nil || cv.readOnly || m.ClaimStatus == nil {
+		return
+	}
+	pvc, err := m.Objects.GetPersistentVolumeClaim(ctx, cv.pvc.Namespace, cv.pvc.Name)
+	if err != nil {
+		return
+	}
+	pv, err := m.Objects.GetPersistentVolume(ctx, cv.pv.Name)
+	if err != nil || pv.Spec.CSI == nil {
+		return
+	}
+	newSize, oldSize := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
+	if newSize.Cmp(oldSize) <= 0 {
+		return
+	}
+	state := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+	if state != corev1.PersistentVolumeClaimNodeResizePending && state != corev1.PersistentVolumeClaimNodeResizeInProgress {
+		return
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("pvc", pvc.Namespace+"/"+pvc.Name, "volume", pv.Name)
+	if err := m.nodeExpand(ctx, pod, pvc, pv, newSize); err != nil {
+		log.Error(err, "MountVolume.NodeExpandVolume failed")
+	}
+}
+
+func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, newSize resource.Quantity) error {
+	src := pv.Spec.CSI
+	client, err := m.csiClient(src.Driver)
+	if err != nil {
+		return err
+	}
+	caps, err := client.NodeCapabilities(ctx)
+	if err != nil {
+		return err
+	}
+	if !caps[csipb.NodeServiceCapability_RPC_EXPAND_VOLUME] {
+		return nil // the driver has nothing to do on the node; the resizer finishes the claim
+	}
+	inProgress := withResizeStatus(pvc, corev1.PersistentVolumeClaimNodeResizeInProgress)
+	if err := m.ClaimStatus.PatchClaimStatus(ctx, pvc, inProgress); err != nil {
+		return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion in progress: %w", err)
+	}
+	req, err := m.expandRequest(ctx, pod, pv, newSize)
+	if err != nil {
+		return err
+	}
+	if err := client.NodeExpandVolume(ctx, req); err != nil {
+		return m.markExpansionFailed(ctx, inProgress, err)
+	}
+	msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", pv.Name, m.NodeName)
+	if m.Recorder != nil {
+		m.Recorder.Event(pod, corev1.EventTypeNormal, "FileSystemResizeSuccessful", msg)
+		m.Recorder.Event(pvc, corev1.EventTypeNormal, "FileSystemResizeSuccessful", msg)
+	}
+	done := inProgress.DeepCopy()
+	done.Status.Capacity[corev1.ResourceStorage] = newSize
+	delete(done.Status.AllocatedResourceStatuses, corev1.ResourceStorage)
+	if len(done.Status.AllocatedResourceStatuses) == 0 {
+		done.Status.AllocatedResourceStatuses = nil
+	}
+	done.Status.Conditions = withoutResizeConditions(done.Status.Conditions)
+	if err := m.ClaimStatus.PatchClaimStatus(ctx, inProgress, done); err != nil {
+		return fmt.Errorf("mountVolume.NodeExpandVolume update pvc status failed: %w", err)
+	}
+	return nil
+}
+
+// expandRequest is the NodeExpandVolume call for the volume published in the pod (and staged on the node).
+func (m *Manager) expandRequest(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, newSize resource.Quantity) (*csipb.NodeExpandVolumeRequest, error) {
+	src := pv.Spec.CSI
+	cv := &claimedVolume{pv: pv}
+	target, err := m.persistentPath(pod.UID, cv)
+	if err != nil {
+		return nil, err
+	}
+	staging, err := m.stagingPath(src.Driver, src.VolumeHandle)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := m.csiSecrets(ctx, src.NodeExpandSecretRef)
+	if err != nil {
+		return nil, err
+	}
+	v := csiFromPersistent(cv)
+	return &csipb.NodeExpandVolumeRequest{VolumeId: src.VolumeHandle, VolumePath: target, StagingTargetPath: staging,
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: newSize.Value()}, Secrets: secrets,
+		VolumeCapability: v.capability(nil, pod)}, nil
+}
+
+// markExpansionFailed writes a failed node expansion on the claim: a driver saying the volume cannot be
+// expanded while in use (FailedPrecondition) is retried quietly; an invalid, out-of-range or unknown
+// volume is NodeResizeInfeasible; anything else a NodeResizeError condition.
+func (m *Manager) markExpansionFailed(ctx context.Context, pvc *corev1.PersistentVolumeClaim, cause error) error {
+	code := status.Code(cause)
+	if code == codes.FailedPrecondition {
+		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", cause) //nolint:staticcheck // the kubelet's message
+	}
+	failed := pvc.DeepCopy()
+	if code == codes.InvalidArgument || code == codes.OutOfRange || code == codes.NotFound {
+		failed = withResizeStatus(failed, corev1.PersistentVolumeClaimNodeResizeInfeasible)
+	}
+	cond := corev1.PersistentVolumeClaimCondition{Type: corev1.PersistentVolumeClaimNodeResizeError, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(m.clock().Now()), Message: fmt.Sprintf("failed to expand pvc with %v", cause)}
+	failed.Status.Conditions = append(withoutCondition(failed.Status.Conditions, cond.Type), cond)
+	if err := m.ClaimStatus.PatchClaimStatus(ctx, pvc, failed); err != nil {
+		return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion as failed: %w", err)
+	}
+	return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", cause) //nolint:staticcheck // the kubelet's message
+}
+
+func withResizeStatus(pvc *corev1.PersistentVolumeClaim, s corev1.ClaimResourceStatus) *corev1.PersistentVolumeClaim {
+	out := pvc.DeepCopy()
+	if out.Status.AllocatedResourceStatuses == nil {
+		out.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{}
+	}
+	out.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = s
+	return out
+}
+
+func withoutResizeConditions(conds []corev1.PersistentVolumeClaimCondition) []corev1.PersistentVolumeClaimCondition {
+	var out []corev1.PersistentVolumeClaimCondition
+	for _, c := range conds {
+		if !resizeConditions[c.Type] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func withoutCondition(conds []corev1.PersistentVolumeClaimCondition, t corev1.PersistentVolumeClaimConditionType) []corev1.PersistentVolumeClaimCondition {
+	var out []corev1.PersistentVolumeClaimCondition
+	for _, c := range conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	return out
+}
