@@ -256,6 +256,7 @@ type Prober interface {
 type Volumes interface {
 	SetUp(ctx context.Context, pod *corev1.Pod) []error
 	Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]string) ([]*runtimeapi.Mount, error)
+	Devices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.Device, error)
 	Ready(uid types.UID) bool
 	TearDown(ctx context.Context, uid types.UID) error
 }
@@ -313,6 +314,9 @@ func (noProbes) LivenessFailed(string) (bool, string, *int64)       { return fal
 type noVolumes struct{}
 
 func (noVolumes) SetUp(context.Context, *corev1.Pod) []error { return nil }
+func (noVolumes) Devices(*corev1.Pod, *corev1.Container) ([]*runtimeapi.Device, error) {
+	return nil, nil
+}
 func (noVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]string) ([]*runtimeapi.Mount, error) {
 	return nil, nil
 }

@@ -289,6 +289,10 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	if err != nil {
 		return nil, err
 	}
+	devices, err := r.volumes.Devices(pod, c)
+	if err != nil {
+		return nil, err
+	}
 	// The image's user, for runAsNonRoot and the user the container runs as (the kubelet's getImageUser).
 	imageUID, imageUser, err := runtime.LookupImageUser(ctx, r.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
 	if err != nil {
@@ -313,7 +317,7 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
 		SeccompDefault: r.seccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.rootDir), HostResources: r.hostResources,
-		Env: env, Mounts: mounts, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
+		Env: env, Mounts: mounts, Devices: devices, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
 		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})
 }

@@ -278,8 +278,10 @@ type ContainerOptions struct {
 	// Mounts are the volume mounts prepared by the caller; /etc/hosts and the termination log are added
 	// by ContainerConfig from Files.
 	Mounts []*runtimeapi.Mount
-	Files  ContainerFiles
-	PodIPs []string // the sandbox's IPs, primary first (informational: env and hosts are prepared already)
+	// Devices are the block volumes of the container's volumeDevices, prepared by the caller.
+	Devices []*runtimeapi.Device
+	Files   ContainerFiles
+	PodIPs  []string // the sandbox's IPs, primary first (informational: env and hosts are prepared already)
 	// ImageRef is the resolved image (ID or digest) to run.
 	ImageRef string
 	// NodeMemoryCapacity is the node's memory in bytes, for a Burstable container's oom_score_adj.
@@ -343,6 +345,7 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind ContainerKind, r
 		WorkingDir:  c.WorkingDir,
 		Envs:        opts.Env,
 		Mounts:      containerMounts(c, opts),
+		Devices:     opts.Devices,
 		Labels:      ContainerLabels(pod, c.Name),
 		Annotations: ContainerAnnotations(pod, c, kind, restartCount),
 		LogPath:     logPath,

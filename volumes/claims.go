@@ -177,6 +177,8 @@ func (m *Manager) setUpPersistent(ctx context.Context, pod *corev1.Pod, cv *clai
 	switch {
 	case src.HostPath != nil:
 		return checkHostPath(src.HostPath)
+	case src.Local != nil && cv.isBlock():
+		return m.setUpLocalBlock(pod, cv)
 	case src.Local != nil:
 		return m.setUpLocal(pod, cv)
 	case src.CSI != nil:

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/podrules"
 )
@@ -77,6 +78,7 @@ type csiVolume struct {
 	attributes     map[string]string
 	mountOptions   []string
 	accessMode     corev1.PersistentVolumeAccessMode
+	block          bool
 	publishSecrets *corev1.SecretReference
 	stageSecrets   *corev1.SecretReference
 }
@@ -87,7 +89,7 @@ func csiFromPersistent(cv *claimedVolume) *csiVolume {
 	v := &csiVolume{driver: src.Driver, handle: src.VolumeHandle, specName: cv.pv.Name,
 		readOnly: cv.readOnly || src.ReadOnly, fsType: src.FSType, attributes: src.VolumeAttributes,
 		mountOptions: cv.pv.Spec.MountOptions, accessMode: corev1.ReadWriteOnce,
-		publishSecrets: src.NodePublishSecretRef, stageSecrets: src.NodeStageSecretRef}
+		publishSecrets: src.NodePublishSecretRef, stageSecrets: src.NodeStageSecretRef, block: cv.isBlock()}
 	if len(cv.pv.Spec.AccessModes) > 0 {
 		v.accessMode = cv.pv.Spec.AccessModes[0]
 	}
@@ -201,7 +203,7 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, v *csiVolume, p
 	if v.attachable(info) {
 		m.inUseChanged(m.inUse.add(pod.UID, UniqueCSIVolumeName(v.driver, v.handle)))
 	}
-	published, err := m.mounter().IsMountPoint(target)
+	published, err := m.published(pod.UID, v, target)
 	if err != nil {
 		return err
 	}
@@ -221,6 +223,9 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, v *csiVolume, p
 	caps, err := client.NodeCapabilities(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to read the node capabilities of CSI driver %s: %w", v.driver, err)
+	}
+	if v.block {
+		return m.setUpCSIBlock(ctx, pod, v, info, publishContext, client, caps, pv)
 	}
 	if err := m.stageAndPublish(ctx, client, caps, pod, v, info, pv, target, publishContext); err != nil {
 		return err
@@ -247,6 +252,22 @@ func (m *Manager) stageAndPublish(ctx context.Context, client CSINodeClient, cap
 		}
 	}
 	return m.publishCSI(ctx, client, caps, pod, v, info, pv, staging, target, publishContext)
+}
+
+// published says whether the volume is published for the pod already: its target mounted, or for a
+// block volume its device mapped (the global map path mounted and the pod's link in place).
+func (m *Manager) published(uid types.UID, v *csiVolume, target string) (bool, error) {
+	if !v.block {
+		return m.mounter().IsMountPoint(target)
+	}
+	p, err := m.csiBlockPaths(uid, v.specName)
+	if err != nil {
+		return false, err
+	}
+	if _, err := os.Lstat(p.podLink); err != nil {
+		return false, nil //nolint:nilerr // no link: not mapped
+	}
+	return m.mounter().IsMountPoint(p.globalMap)
 }
 
 // checkLifecycleMode: the driver must support the volume's lifecycle mode (persistent or ephemeral).

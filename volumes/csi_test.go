@@ -77,7 +77,11 @@ func (f *fakeCSI) NodeUnstageVolume(_ context.Context, id, staging string) error
 func (f *fakeCSI) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolumeRequest) error {
 	f.record("publish " + req.VolumeId + " " + req.TargetPath)
 	f.pubReqs = append(f.pubReqs, req)
-	if err := os.MkdirAll(req.TargetPath, 0o750); err != nil {
+	if req.VolumeCapability.GetBlock() != nil {
+		if err := os.WriteFile(req.TargetPath, nil, 0o600); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(req.TargetPath, 0o750); err != nil {
 		return err
 	}
 	f.mounter.mu.Lock()
@@ -584,5 +588,62 @@ func TestFailedNodeExpansionIsWrittenOnTheClaim(t *testing.T) {
 		len(st.Conditions) != 1 || st.Conditions[0].Type != corev1.PersistentVolumeClaimNodeResizeError ||
 		!strings.Contains(st.Conditions[0].Message, "failed to expand pvc with rpc error: code = OutOfRange desc = too big") {
 		t.Errorf("claim status %+v", st)
+	}
+}
+
+// TestCSIBlockVolumeIsMappedAsTheKubeletMapsIt: staged and published as a block device at the kubelet's
+// paths, bind-mounted at the global map path, linked from the pod's device map path, given to the
+// container as a device; torn down in reverse.
+func TestCSIBlockVolumeIsMappedAsTheKubeletMapsIt(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.bindCSIClaim("vol-1")
+	block := corev1.PersistentVolumeBlock
+	env.objects.pvs["pv-vol-1"].Spec.VolumeMode = &block
+	pod := newPod(claimVolume("data", "data", false))
+	pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+	ctx := context.Background()
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	base := filepath.Join(env.m.RootDir, "plugins/kubernetes.io/csi/volumeDevices")
+	publish := filepath.Join(base, "publish/pv-vol-1/uid-1")
+	if got := env.csi.callsWith(""); len(got) != 2 || got[0] != "stage vol-1 "+filepath.Join(base, "staging/pv-vol-1") || got[1] != "publish vol-1 "+publish {
+		t.Fatalf("driver calls %v", got)
+	}
+	if env.csi.pubReqs[0].VolumeCapability.GetBlock() == nil {
+		t.Errorf("publish capability %v, want block", env.csi.pubReqs[0].VolumeCapability)
+	}
+	globalMap := filepath.Join(base, "pv-vol-1/dev/uid-1")
+	if got := env.mounter.mounted[globalMap]; got != "bind "+publish {
+		t.Errorf("global map path %s holds %q", globalMap, got)
+	}
+	link := filepath.Join(env.m.RootDir, "pods/uid-1/volumeDevices/kubernetes.io~csi/pv-vol-1")
+	if dest, err := os.Readlink(link); err != nil || dest != publish {
+		t.Errorf("pod device link %s → %s (%v), want %s", link, dest, err, publish)
+	}
+	if d := readVolData(t, filepath.Join(base, "pv-vol-1/data")); d["volumeHandle"] != "vol-1" || d["specVolID"] != "pv-vol-1" {
+		t.Errorf("vol_data.json %v", d)
+	}
+	devs, err := env.m.Devices(pod, &pod.Spec.Containers[0])
+	if err != nil || len(devs) != 1 || devs[0].HostPath != link || devs[0].ContainerPath != "/dev/xvda" || devs[0].Permissions != "mrw" {
+		t.Fatalf("devices %v (%v)", devs, err)
+	}
+	// Synced again: nothing called again.
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 || len(env.csi.callsWith("")) != 2 {
+		t.Fatalf("second SetUp: %v %v", errs, env.csi.callsWith(""))
+	}
+	if err := env.m.TearDown(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.csi.callsWith("un"); len(got) != 2 || got[0] != "unpublish vol-1 "+publish || !strings.HasPrefix(got[1], "unstage vol-1 ") {
+		t.Errorf("teardown calls %v", got)
+	}
+	if _, ok := env.mounter.mounted[globalMap]; ok {
+		t.Error("global map path still mounted")
+	}
+	for _, p := range []string{link, filepath.Join(base, "pv-vol-1"), filepath.Join(base, "staging/pv-vol-1"), filepath.Join(base, "publish/pv-vol-1")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left (%v)", p, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -104,6 +105,13 @@ func (m *Manager) publishedOnDisk() []corev1.UniqueVolumeName {
 	dirs, err := filepath.Glob(filepath.Join(m.RootDir, "pods", "*", "volumes", pluginCSI, "*"))
 	if err != nil {
 		return nil
+	}
+	// Block volumes: their data directory, while a pod still maps them.
+	blocks, _ := filepath.Glob(filepath.Join(m.csiBlockDir(), "*", blockDataDir))
+	for _, b := range blocks {
+		if maps, _ := os.ReadDir(filepath.Join(filepath.Dir(b), blockDevDir)); len(maps) > 0 {
+			dirs = append(dirs, b)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -44,6 +44,9 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	// CSI volumes through their drivers, before anything is unmounted under them.
+	if err := m.tearDownBlock(ctx, uid, podDir); err != nil {
+		return err
+	}
 	if err := m.tearDownCSI(ctx, uid, podDir); err != nil {
 		return err
 	}

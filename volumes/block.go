@@ -1,0 +1,315 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
+)
+
+// Block volumes (volumeMode: Block, used by volumeDevices) with the kubelet's layout: a CSI volume is
+// staged at <root>/plugins/kubernetes.io/csi/volumeDevices/staging/<pv> and published for each pod as a
+// device file at .../volumeDevices/publish/<pv>/<pod uid>, which is bind-mounted at
+// .../volumeDevices/<pv>/dev/<pod uid> (the global map path, holding a reference while the pod runs) and
+// linked from <pod>/volumeDevices/kubernetes.io~csi/<pv>: containers get that link as their device. The
+// volume's vol_data.json is in .../volumeDevices/<pv>/data. A local block volume is linked from
+// <pod>/volumeDevices/kubernetes.io~local-volume/<pv> to its device.
+const (
+	volumeDevicesDir = "volumeDevices"
+	blockDataDir     = "data"
+	blockDevDir      = "dev"
+)
+
+// isBlock says whether the claimed volume is a raw block device.
+func (cv *claimedVolume) isBlock() bool { return volumeMode(cv.pv) == corev1.PersistentVolumeBlock }
+
+// csiBlockDir is <root>/plugins/kubernetes.io/csi/volumeDevices.
+func (m *Manager) csiBlockDir() string {
+	return filepath.Join(m.RootDir, "plugins", csiPluginName, volumeDevicesDir)
+}
+
+// blockPaths are the kubelet's paths of one CSI block volume for one pod.
+type blockPaths struct {
+	data, staging, publishDir, publish, globalMap, podLink string
+}
+
+func (m *Manager) csiBlockPaths(uid types.UID, specName string) (blockPaths, error) {
+	podDir, err := m.podDir(uid)
+	if err != nil {
+		return blockPaths{}, err
+	}
+	if err := podrules.PathSegment("volume name", specName); err != nil {
+		return blockPaths{}, err
+	}
+	base := m.csiBlockDir()
+	return blockPaths{
+		data:       filepath.Join(base, specName, blockDataDir),
+		staging:    filepath.Join(base, "staging", specName),
+		publishDir: filepath.Join(base, "publish", specName),
+		publish:    filepath.Join(base, "publish", specName, string(uid)),
+		globalMap:  filepath.Join(base, specName, blockDevDir, string(uid)),
+		podLink:    filepath.Join(podDir, volumeDevicesDir, pluginCSI, specName),
+	}, nil
+}
+
+// setUpCSIBlock stages (once per node) and publishes a CSI block volume for the pod and maps it.
+func (m *Manager) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, publishContext map[string]string,
+	client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool, pv *podVolumes) error {
+	p, err := m.csiBlockPaths(pod.UID, v.specName)
+	if err != nil {
+		return err
+	}
+	defer m.stagingLocks.lock(p.staging)()
+	if err := os.MkdirAll(p.data, 0o750); err != nil {
+		return err
+	}
+	if err := saveVolData(p.data, map[string]string{
+		"specVolID": v.specName, "volumeHandle": v.handle, "driverName": v.driver, "nodeName": m.NodeName,
+		"volumeLifecycleMode": csiModePersisent, "attachmentID": attachmentName(v.handle, v.driver, m.NodeName),
+	}); err != nil {
+		return err
+	}
+	staging := ""
+	if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
+		staging = p.staging
+		if !m.staged.has(staging) {
+			if err := m.stageBlock(ctx, client, caps, v, staging, publishContext); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.MkdirAll(p.publishDir, 0o750); err != nil {
+		return err
+	}
+	secrets, err := m.csiSecrets(ctx, v.publishSecrets)
+	if err != nil {
+		return err
+	}
+	attrs := v.attributes
+	if info.podInfoOnMount {
+		attrs = mergeMaps(attrs, podInfoAttributes(pod, false))
+	}
+	req := &csipb.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging,
+		TargetPath: p.publish, VolumeCapability: v.blockCapability(caps), Readonly: v.readOnly, Secrets: secrets, VolumeContext: attrs}
+	if err := client.NodePublishVolume(ctx, req); err != nil {
+		return fmt.Errorf("MapVolume.SetUpDevice failed for volume %q : rpc error: %w", v.specName, err)
+	}
+	return m.mapBlock(p.publish, p.globalMap, p.podLink)
+}
+
+func (m *Manager) stageBlock(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
+	v *csiVolume, staging string, publishContext map[string]string) error {
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return err
+	}
+	secrets, err := m.csiSecrets(ctx, v.stageSecrets)
+	if err != nil {
+		return err
+	}
+	req := &csipb.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging,
+		VolumeCapability: v.blockCapability(caps), Secrets: secrets, VolumeContext: v.attributes}
+	if err := client.NodeStageVolume(ctx, req); err != nil {
+		return fmt.Errorf("MapVolume.SetUpDevice failed for volume %q : rpc error: %w", v.specName, err)
+	}
+	m.staged.add(staging)
+	return nil
+}
+
+// blockCapability is the volume's CSI capability as a raw block device.
+func (v *csiVolume) blockCapability(caps map[csipb.NodeServiceCapability_RPC_Type]bool) *csipb.VolumeCapability {
+	return &csipb.VolumeCapability{
+		AccessType: &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}},
+		AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csiAccessMode(v.accessMode, caps)},
+	}
+}
+
+// mapBlock bind-mounts the published device file at the global map path (once) and links the pod's
+// device map path to it.
+func (m *Manager) mapBlock(device, globalMap, podLink string) error {
+	if err := os.MkdirAll(filepath.Dir(globalMap), 0o750); err != nil {
+		return err
+	}
+	mounted, err := m.mounter().IsMountPoint(globalMap)
+	if err != nil {
+		return err
+	}
+	if !mounted {
+		if err := touch(globalMap); err != nil {
+			return err
+		}
+		if err := m.mounter().BindMount(device, globalMap, false); err != nil {
+			return fmt.Errorf("failed to bind-mount %s at %s: %w", device, globalMap, err)
+		}
+	}
+	return linkDevice(device, podLink)
+}
+
+// linkDevice makes link a symlink to device (replacing a stale one).
+func linkDevice(device, link string) error {
+	if err := os.MkdirAll(filepath.Dir(link), 0o750); err != nil {
+		return err
+	}
+	if cur, err := os.Readlink(link); err == nil && cur == device {
+		return nil
+	}
+	if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.Symlink(device, link)
+}
+
+func touch(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// setUpLocalBlock links the pod's device map path to a local volume's block device.
+func (m *Manager) setUpLocalBlock(pod *corev1.Pod, cv *claimedVolume) error {
+	info, err := os.Stat(cv.pv.Spec.Local.Path)
+	if err != nil {
+		return fmt.Errorf("local volume %s: %w", cv.pv.Name, err)
+	}
+	if info.Mode()&os.ModeDevice == 0 || info.Mode()&os.ModeCharDevice != 0 {
+		return fmt.Errorf("local volume %s: %s is not a block device", cv.pv.Name, cv.pv.Spec.Local.Path)
+	}
+	link, err := m.blockLink(pod.UID, cv)
+	if err != nil {
+		return err
+	}
+	return linkDevice(cv.pv.Spec.Local.Path, link)
+}
+
+// blockLink is the pod's device map path of a claimed block volume: what containers get as the device.
+func (m *Manager) blockLink(uid types.UID, cv *claimedVolume) (string, error) {
+	podDir, err := m.podDir(uid)
+	if err != nil {
+		return "", err
+	}
+	if err := podrules.PathSegment("volume name", cv.pv.Name); err != nil {
+		return "", err
+	}
+	plugin := pluginCSI
+	if cv.pv.Spec.Local != nil {
+		plugin = pluginLocalVolume
+	}
+	return filepath.Join(podDir, volumeDevicesDir, plugin, cv.pv.Name), nil
+}
+
+// Devices returns the CRI devices of a container's volumeDevices, as the kubelet's makeBlockVolumes:
+// the pod's device map path of each claimed block volume at the device path asked for, read-only for
+// a read-only claim. Call it after SetUp made the pod's volumes ready.
+func (m *Manager) Devices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.Device, error) {
+	if len(c.VolumeDevices) == 0 {
+		return nil, nil
+	}
+	pv := m.state(pod.UID, false)
+	if pv == nil {
+		return nil, fmt.Errorf("volumes of pod %s/%s are not set up", pod.Namespace, pod.Name)
+	}
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	out := make([]*runtimeapi.Device, 0, len(c.VolumeDevices))
+	for _, d := range c.VolumeDevices {
+		cv := pv.claims[d.Name]
+		if cv == nil || !cv.isBlock() {
+			return nil, fmt.Errorf("cannot find block volume %q for container %q", d.Name, c.Name)
+		}
+		link, err := m.blockLink(pod.UID, cv)
+		if err != nil {
+			return nil, err
+		}
+		perm := "mrw"
+		if cv.readOnly {
+			perm = "r"
+		}
+		out = append(out, &runtimeapi.Device{ContainerPath: d.DevicePath, HostPath: link, Permissions: perm})
+	}
+	return out, nil
+}
+
+// tearDownBlock unmaps, unpublishes and (for the last pod on the node) unstages the pod's CSI block
+// volumes, found from the links in <pod>/volumeDevices/kubernetes.io~csi; local block links are removed.
+func (m *Manager) tearDownBlock(ctx context.Context, uid types.UID, podDir string) error {
+	links, err := filepath.Glob(filepath.Join(podDir, volumeDevicesDir, pluginCSI, "*"))
+	if err != nil {
+		return err
+	}
+	for _, link := range links {
+		if err := m.tearDownCSIBlock(ctx, uid, filepath.Base(link)); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(filepath.Join(podDir, volumeDevicesDir))
+}
+
+func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName string) error {
+	p, err := m.csiBlockPaths(uid, specName)
+	if err != nil {
+		return err
+	}
+	data, err := loadVolData(p.data)
+	if err != nil {
+		return fmt.Errorf("block volume %s of pod %s: %w", specName, uid, err)
+	}
+	driver, handle := data["driverName"], data["volumeHandle"]
+	client, err := m.csiClient(driver)
+	if err != nil {
+		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q: %w", specName, err)
+	}
+	defer m.stagingLocks.lock(p.staging)()
+	if err := os.Remove(p.podLink); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if mounted, err := m.mounter().IsMountPoint(p.globalMap); err != nil {
+		return err
+	} else if mounted {
+		if err := m.mounter().Unmount(p.globalMap); err != nil {
+			return fmt.Errorf("unmount %s: %w", p.globalMap, err)
+		}
+	}
+	if err := os.Remove(p.globalMap); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if _, err := os.Lstat(p.publish); err == nil {
+		if err := client.NodeUnpublishVolume(ctx, handle, p.publish); err != nil {
+			return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q: rpc error: %w", specName, err)
+		}
+	}
+	if others, _ := os.ReadDir(p.publishDir); len(others) > 0 {
+		return nil // another pod on the node has it
+	}
+	return m.unstageBlock(ctx, client, handle, p)
+}
+
+func (m *Manager) unstageBlock(ctx context.Context, client CSINodeClient, handle string, p blockPaths) error {
+	caps, err := client.NodeCapabilities(ctx)
+	if err != nil {
+		return err
+	}
+	if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
+		if err := client.NodeUnstageVolume(ctx, handle, p.staging); err != nil {
+			return fmt.Errorf("UnmapDevice failed for volume %s: rpc error: %w", handle, err)
+		}
+	}
+	m.staged.remove(p.staging)
+	if err := os.Remove(filepath.Join(p.data, csiVolDataFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, dir := range []string{p.staging, p.publishDir, filepath.Dir(p.globalMap), p.data, filepath.Dir(p.data)} {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
