@@ -245,6 +245,13 @@ func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volum
 		m.Objects, m.CSIObjects, m.ClaimStatus = objs, objs, objs
 	}
 	if node != nil {
+		m.AttachedVolumes = func(ctx context.Context) ([]corev1.AttachedVolume, error) {
+			n, err := node(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return n.Status.VolumesAttached, nil
+		}
 		m.NodeAllocatable = func() corev1.ResourceList {
 			n, err := node(context.Background())
 			if err != nil {

@@ -322,7 +322,10 @@ func (m *Manager) csiClient(driver string) (CSINodeClient, error) {
 func (m *Manager) waitAttached(ctx context.Context, v *csiVolume) (map[string]string, error) {
 	name := UniqueCSIVolumeName(v.driver, v.handle)
 	if !m.inUse.isReported(name) {
-		return nil, fmt.Errorf("volume %s is not yet reported in use in the node's status", name)
+		return nil, fmt.Errorf("Volume has not been added to the list of VolumesInUse in the node's volume status for volume %q ", v.specName) //nolint:staticcheck // the kubelet's message
+	}
+	if err := m.attachedPerNode(ctx, name, v.specName); err != nil {
+		return nil, err
 	}
 	if m.CSIObjects == nil {
 		return nil, fmt.Errorf("volume %s: no API server to read its VolumeAttachment from", v.handle)
@@ -341,6 +344,24 @@ func (m *Manager) waitAttached(ctx context.Context, v *csiVolume) (map[string]st
 		return nil, errors.New(va.Status.AttachError.Message)
 	}
 	return nil, fmt.Errorf("volume %v is not attached for volume attachment %v", v.handle, id)
+}
+
+// attachedPerNode: the node's status.volumesAttached (written by the attach/detach controller) must list
+// the volume, as the kubelet checks before it mounts a controller-attached volume.
+func (m *Manager) attachedPerNode(ctx context.Context, name corev1.UniqueVolumeName, specName string) error {
+	if m.AttachedVolumes == nil {
+		return nil
+	}
+	attached, err := m.AttachedVolumes(ctx)
+	if err != nil {
+		return fmt.Errorf("VerifyControllerAttachedVolume failed fetching node from API server for volume %q : %w", specName, err)
+	}
+	for _, a := range attached {
+		if a.Name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("Volume not attached according to node status for volume %q ", specName) //nolint:staticcheck // the kubelet's message
 }
 
 // stageCSI stages a persistent volume on this node once (the driver's NodeStageVolume is idempotent)

@@ -201,7 +201,7 @@ func TestAttachableCSIVolumeIsInUseBeforeItIsMounted(t *testing.T) {
 	unique := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csi.k8s.io^vol-1")
 
 	errs := env.m.SetUp(ctx, pod)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "not yet reported in use") {
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `Volume has not been added to the list of VolumesInUse in the node's volume status for volume "pv-vol-1"`) {
 		t.Fatalf("first SetUp: %v, want a wait for the in-use report", errs)
 	}
 	if got := env.m.VolumesInUse(); len(got) != 1 || got[0] != unique || env.inUseHit != 1 {
@@ -211,6 +211,12 @@ func TestAttachableCSIVolumeIsInUseBeforeItIsMounted(t *testing.T) {
 		t.Fatalf("driver called before the volume was reported in use: %v", calls)
 	}
 	env.m.MarkVolumesReportedInUse([]corev1.UniqueVolumeName{unique})
+	var attached []corev1.AttachedVolume
+	env.m.AttachedVolumes = func(context.Context) ([]corev1.AttachedVolume, error) { return attached, nil }
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 1 || !strings.Contains(errs[0].Error(), `Volume not attached according to node status for volume "pv-vol-1"`) {
+		t.Fatalf("SetUp before the node lists it attached: %v", errs)
+	}
+	attached = []corev1.AttachedVolume{{Name: unique}}
 	if errs := env.m.SetUp(ctx, pod); len(errs) != 1 || !strings.Contains(errs[0].Error(), "has GET error for volume attachment") {
 		t.Fatalf("SetUp before the attachment exists: %v", errs)
 	}

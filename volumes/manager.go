@@ -90,6 +90,9 @@ type Manager struct {
 	// CSIObjects reads CSIDrivers and VolumeAttachments; nil: no API server (drivers get the defaults
 	// and nothing attachable is mounted).
 	CSIObjects CSIObjects
+	// AttachedVolumes reads the node's status.volumesAttached; nil: not checked (the VolumeAttachment
+	// still is).
+	AttachedVolumes func(ctx context.Context) ([]corev1.AttachedVolume, error)
 	// ClaimStatus patches claims' status (node expansion); nil: volumes are not expanded on this node.
 	ClaimStatus ClaimStatusWriter
 	// Recorder records the volume events of pods and claims (FileSystemResizeSuccessful); nil: none.
