@@ -322,7 +322,7 @@ func (m *Manager) csiClient(driver string) (CSINodeClient, error) {
 func (m *Manager) waitAttached(ctx context.Context, v *csiVolume) (map[string]string, error) {
 	name := UniqueCSIVolumeName(v.driver, v.handle)
 	if !m.inUse.isReported(name) {
-		return nil, fmt.Errorf("Volume has not been added to the list of VolumesInUse in the node's volume status for volume %q ", v.specName) //nolint:staticcheck // the kubelet's message
+		return nil, fmt.Errorf("%w: Volume has not been added to the list of VolumesInUse in the node's volume status for volume %q ", errWaiting, v.specName)
 	}
 	if err := m.attachedPerNode(ctx, name, v.specName); err != nil {
 		return nil, err
@@ -332,6 +332,9 @@ func (m *Manager) waitAttached(ctx context.Context, v *csiVolume) (map[string]st
 	}
 	id := attachmentName(v.handle, v.driver, m.NodeName)
 	va, err := m.CSIObjects.GetVolumeAttachment(ctx, id)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: volume %v has GET error for volume attachment %v: %w", errWaiting, v.handle, id, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("volume %v has GET error for volume attachment %v: %w", v.handle, id, err)
 	}
@@ -343,8 +346,13 @@ func (m *Manager) waitAttached(ctx context.Context, v *csiVolume) (map[string]st
 	case va.Status.AttachError != nil:
 		return nil, errors.New(va.Status.AttachError.Message)
 	}
-	return nil, fmt.Errorf("volume %v is not attached for volume attachment %v", v.handle, id)
+	return nil, fmt.Errorf("%w: volume %v is not attached for volume attachment %v", errWaiting, v.handle, id)
 }
+
+// errWaiting marks a volume waiting for something that is on its way (the node's status, the attach/detach
+// controller, the external attacher): not a failure, so no FailedMount event; the pod waits and the
+// next sync looks again.
+var errWaiting = errors.New("waiting")
 
 // attachedPerNode: the node's status.volumesAttached (written by the attach/detach controller) must list
 // the volume, as the kubelet checks before it mounts a controller-attached volume.
@@ -361,7 +369,7 @@ func (m *Manager) attachedPerNode(ctx context.Context, name corev1.UniqueVolumeN
 			return nil
 		}
 	}
-	return fmt.Errorf("Volume not attached according to node status for volume %q ", specName) //nolint:staticcheck // the kubelet's message
+	return fmt.Errorf("%w: Volume not attached according to node status for volume %q ", errWaiting, specName)
 }
 
 // stageCSI stages a persistent volume on this node once (the driver's NodeStageVolume is idempotent)

@@ -200,10 +200,15 @@ func TestAttachableCSIVolumeIsInUseBeforeItIsMounted(t *testing.T) {
 	ctx := context.Background()
 	unique := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csi.k8s.io^vol-1")
 
-	errs := env.m.SetUp(ctx, pod)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `Volume has not been added to the list of VolumesInUse in the node's volume status for volume "pv-vol-1"`) {
-		t.Fatalf("first SetUp: %v, want a wait for the in-use report", errs)
+	// Waiting for the node's status, the attach/detach controller and the attacher is no failure: no
+	// error (no FailedMount event), the pod is not ready.
+	waits := func(stage string) {
+		t.Helper()
+		if errs := env.m.SetUp(ctx, pod); len(errs) != 0 || env.m.Ready(pod.UID) {
+			t.Fatalf("%s: errors %v, ready %t; want a quiet wait", stage, errs, env.m.Ready(pod.UID))
+		}
 	}
+	waits("before the in-use report")
 	if got := env.m.VolumesInUse(); len(got) != 1 || got[0] != unique || env.inUseHit != 1 {
 		t.Fatalf("VolumesInUse = %v (changes told %d), want [%s] told once", got, env.inUseHit, unique)
 	}
@@ -213,12 +218,17 @@ func TestAttachableCSIVolumeIsInUseBeforeItIsMounted(t *testing.T) {
 	env.m.MarkVolumesReportedInUse([]corev1.UniqueVolumeName{unique})
 	var attached []corev1.AttachedVolume
 	env.m.AttachedVolumes = func(context.Context) ([]corev1.AttachedVolume, error) { return attached, nil }
-	if errs := env.m.SetUp(ctx, pod); len(errs) != 1 || !strings.Contains(errs[0].Error(), `Volume not attached according to node status for volume "pv-vol-1"`) {
-		t.Fatalf("SetUp before the node lists it attached: %v", errs)
-	}
+	waits("before the node lists it attached")
 	attached = []corev1.AttachedVolume{{Name: unique}}
-	if errs := env.m.SetUp(ctx, pod); len(errs) != 1 || !strings.Contains(errs[0].Error(), "has GET error for volume attachment") {
-		t.Fatalf("SetUp before the attachment exists: %v", errs)
+	waits("before the VolumeAttachment exists")
+	if calls := env.csi.callsWith(""); len(calls) != 0 {
+		t.Fatalf("driver called before the volume was attached: %v", calls)
+	}
+	name := attachmentName("vol-1", testDriver, "node-1")
+	env.objs.attachments[name] = &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: storagev1.VolumeAttachmentStatus{AttachError: &storagev1.VolumeError{Message: "rpc error: attach failed"}}}
+	if errs := env.m.SetUp(ctx, pod); len(errs) != 1 || !strings.Contains(errs[0].Error(), "rpc error: attach failed") {
+		t.Fatalf("an attach error is a failure: %v", errs)
 	}
 	env.attach("vol-1", map[string]string{"device": "/dev/fake"})
 	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {

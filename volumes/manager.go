@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -140,7 +141,10 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		if err := m.setUpVolume(ctx, pod, vol, pv); err != nil {
+		if err := m.setUpVolume(ctx, pod, vol, pv); errors.Is(err, errWaiting) {
+			logr.FromContextOrDiscard(ctx).V(2).Info("Volume waits", "volume", vol.Name, "reason", err.Error())
+			continue
+		} else if err != nil {
 			errs = append(errs, volumeError(vol.Name, err))
 			continue
 		}
