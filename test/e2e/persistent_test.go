@@ -3,7 +3,9 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -150,5 +152,47 @@ var _ = Describe("Persistent volumes on the real node", func() {
 			g.Expect(getPod(g, ns, "hp").Status.Phase).To(Equal(corev1.PodRunning))
 			g.Expect(os.ReadFile(filepath.Join(dir, "note"))).To(Equal([]byte("from-hostpath\n")))
 		}, 60*time.Second).Should(Succeed())
+	})
+
+	It("gives a container a local block volume as a device, and leaves its data on the device", func() {
+		ctx := context.Background()
+		backing, err := os.CreateTemp("", "nodelet-block-pv-")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(backing.Truncate(16 << 20)).To(Succeed())
+		Expect(backing.Close()).To(Succeed())
+		DeferCleanup(func() { _ = os.Remove(backing.Name()) })
+		out, err := exec.Command("losetup", "-f", "--show", backing.Name()).Output()
+		Expect(err).NotTo(HaveOccurred())
+		dev := strings.TrimSpace(string(out))
+		DeferCleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+
+		pvName := "block-" + ns
+		pv := persistentVolume(pvName, ns, "data", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dev}})
+		pv.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
+		Expect(k8s.Create(ctx, pv)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}}) })
+		c := claim(ns, "data")
+		c.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		p := create(shPod(ns, "raw", `echo written-to-the-device | dd of=/dev/xvda bs=512 count=1 conv=sync 2>/dev/null; dd if=/dev/xvda bs=512 count=1 2>/dev/null | head -c 22; echo; sleep 3600`,
+			func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+				p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+			}))
+		Eventually(func(g Gomega) {
+			p = getPod(g, ns, "raw")
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(containerLog(p, "main", 0)).To(ContainSubstring("written-to-the-device"))
+		}, 60*time.Second).Should(Succeed())
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		waitGone(ns, "raw", 60*time.Second)
+		head := make([]byte, 21)
+		f, err := os.Open(dev)
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = f.Close() }()
+		_, err = io.ReadFull(f, head)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(head)).To(Equal("written-to-the-device"))
 	})
 })
