@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/storage/ephemeral"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // Plugin directory of local persistent volumes under <pod>/volumes, as the kubelet escapes it.
@@ -219,7 +221,14 @@ func (m *Manager) setUpLocal(pod *corev1.Pod, cv *claimedVolume) error {
 	if err != nil {
 		return fmt.Errorf("local volume %s: %w", cv.pv.Name, err)
 	}
-	if !info.IsDir() {
+	source := local.Path
+	switch mode := info.Mode(); {
+	case mode.IsDir():
+	case mode&os.ModeDevice != 0 && mode&os.ModeCharDevice == 0:
+		if source, err = m.mountLocalDevice(cv); err != nil {
+			return err
+		}
+	default:
 		return errors.New("only directory and block device are supported")
 	}
 	dir, err := m.volumeDir(pod.UID, pluginLocalVolume, cv.pv.Name)
@@ -233,14 +242,81 @@ func (m *Manager) setUpLocal(pod *corev1.Pod, cv *claimedVolume) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
-	if err := m.mounter().BindMount(local.Path, dir, cv.readOnly); err != nil {
+	if err := m.mounter().BindMount(source, dir, cv.readOnly); err != nil {
 		_ = os.Remove(dir)
-		return fmt.Errorf("local: failed to bind-mount %s at %s: %w", local.Path, dir, err)
+		return fmt.Errorf("local: failed to bind-mount %s at %s: %w", source, dir, err)
 	}
 	if cv.readOnly {
 		return nil
 	}
 	return applyFSGroup(dir, pod)
+}
+
+// localDeviceMountPath is where a local volume on a block device is mounted for the node's pods (the
+// kubelet's local plugin's device mount path).
+func (m *Manager) localDeviceMountPath(pvName string) (string, error) {
+	if err := podrules.PathSegment("volume name", pvName); err != nil {
+		return "", err
+	}
+	return filepath.Join(m.RootDir, "plugins", "kubernetes.io", "local-volume", "mounts", pvName), nil
+}
+
+// mountLocalDevice mounts a local volume's block device at its device mount path (once per node), making
+// its filesystem (fsType, ext4 by default) when it has none, as the kubelet's local plugin; pods bind-mount
+// that directory.
+func (m *Manager) mountLocalDevice(cv *claimedVolume) (string, error) {
+	target, err := m.localDeviceMountPath(cv.pv.Name)
+	if err != nil {
+		return "", err
+	}
+	defer m.stagingLocks.lock(target)()
+	mounted, err := m.mounter().IsMountPoint(target)
+	if err != nil || mounted {
+		return target, err
+	}
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return "", err
+	}
+	fsType := "ext4"
+	if t := cv.pv.Spec.Local.FSType; t != nil && *t != "" {
+		fsType = *t
+	}
+	if err := m.mounter().FormatAndMount(cv.pv.Spec.Local.Path, target, fsType, cv.pv.Spec.MountOptions); err != nil {
+		return "", fmt.Errorf("local: failed to mount device %s at %s (fstype: %s), error %w", cv.pv.Spec.Local.Path, target, fsType, err)
+	}
+	return target, nil
+}
+
+// unmountLocalDevices unmounts the local volumes' device mounts no pod directory binds any more.
+func (m *Manager) unmountLocalDevices() error {
+	mounts, err := filepath.Glob(filepath.Join(m.RootDir, "plugins", "kubernetes.io", "local-volume", "mounts", "*"))
+	if err != nil {
+		return err
+	}
+	for _, target := range mounts {
+		if err := m.unmountLocalDevice(target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manager) unmountLocalDevice(target string) error {
+	defer m.stagingLocks.lock(target)()
+	users, err := filepath.Glob(filepath.Join(m.RootDir, "pods", "*", "volumes", pluginLocalVolume, filepath.Base(target)))
+	if err != nil || len(users) > 0 {
+		return err
+	}
+	mounted, err := m.mounter().IsMountPoint(target)
+	if err != nil {
+		return err
+	}
+	if mounted {
+		if err := m.mounter().Unmount(target); err != nil {
+			return fmt.Errorf("unmount %s: %w", target, err)
+		}
+	}
+	return os.Remove(target)
 }
 
 // persistentSourceKind is the JSON name of a PersistentVolume's source ("csi", "nfs", ...).

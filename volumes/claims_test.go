@@ -231,3 +231,33 @@ func TestGenericEphemeralVolumeUsesTheClaimMadeForThePod(t *testing.T) {
 		t.Errorf("mounts %v (%v), want %s", mounts, err, dir)
 	}
 }
+
+// TestLocalVolumeOnABlockDeviceIsFormattedMountedAndBound: a local volume on a block device in Filesystem
+// mode is mounted once for the node (its filesystem made if it has none) and bound into each pod; the
+// device is unmounted when its last pod goes.
+func TestLocalVolumeOnABlockDeviceIsFormattedMountedAndBound(t *testing.T) {
+	devs, _ := filepath.Glob("/dev/loop[0-9]*")
+	if len(devs) == 0 {
+		t.Skip("no block device to point a local volume at")
+	}
+	env := newTestEnv(t)
+	env.objects.bindClaim("ns", "data", "blockfs-pv", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: devs[0]}})
+	pod := mountingPod(claimVolume("data", "data", false))
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	global := filepath.Join(env.m.RootDir, "plugins/kubernetes.io/local-volume/mounts/blockfs-pv")
+	if got := env.mounter.callsWith("format-and-mount"); len(got) != 1 || got[0] != "format-and-mount "+devs[0]+" "+global+" ext4 []" {
+		t.Fatalf("device mounts %v", got)
+	}
+	dir := filepath.Join(env.m.RootDir, "pods/uid-1/volumes/kubernetes.io~local-volume/blockfs-pv")
+	if got := env.mounter.mounted[dir]; got != "bind "+global {
+		t.Fatalf("%s holds %q, want a bind mount of %s", dir, got, global)
+	}
+	if err := env.m.TearDown(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := env.mounter.mounted[global]; ok {
+		t.Error("device still mounted after its last pod went")
+	}
+}

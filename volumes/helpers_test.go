@@ -62,6 +62,16 @@ func (f *fakeMounter) BindMount(source, target string, readOnly bool) error {
 	return nil
 }
 
+func (f *fakeMounter) FormatAndMount(device, target, fsType string, options []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(fmt.Sprintf("format-and-mount %s %s %s %v", device, target, fsType, options)); err != nil {
+		return err
+	}
+	f.mounted[target] = "device " + device
+	return nil
+}
+
 func (f *fakeMounter) Unmount(target string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

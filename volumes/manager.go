@@ -41,6 +41,9 @@ type Mounter interface {
 	BindMount(source, target string, readOnly bool) error
 	Unmount(target string) error
 	IsMountPoint(path string) (bool, error)
+	// FormatAndMount mounts a block device at target with fsType, making that filesystem on it first if
+	// it has none.
+	FormatAndMount(device, target, fsType string, options []string) error
 }
 
 // ErrUnsupportedVolume is wrapped by the error of a volume type nodelet does not implement (nfs,

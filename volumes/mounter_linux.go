@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	utilexec "k8s.io/utils/exec"
+	mount "k8s.io/mount-utils"
 )
 
 // realMounter does the mount syscalls itself (nodelet runs as root in the host's mount namespace).
@@ -33,6 +35,12 @@ func (realMounter) BindMount(source, target string, readOnly bool) error {
 		return nil
 	}
 	return unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+}
+
+// FormatAndMount is mount-utils' SafeFormatAndMount: blkid tells whether the device has a filesystem,
+// mkfs.<fsType> makes one when it has none, then it is mounted.
+func (realMounter) FormatAndMount(device, target, fsType string, options []string) error {
+	return mount.NewSafeFormatAndMount(mount.New(""), utilexec.New()).FormatAndMount(device, target, fsType, options)
 }
 
 // Unmount unmounts target.

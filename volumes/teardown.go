@@ -53,6 +53,9 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	if err := m.removeMounted(filepath.Join(podDir, "volumes"), "*/*"); err != nil {
 		return err
 	}
+	if err := m.unmountLocalDevices(); err != nil {
+		return err
+	}
 	m.forget(uid)
 	return nil
 }
