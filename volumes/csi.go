@@ -210,6 +210,12 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, v *csiVolume, p
 	if published && !info.republish {
 		return nil
 	}
+	return m.publishForPod(ctx, pod, v, info, pv, target)
+}
+
+// publishForPod does the driver's part of setUpCSI: once attached, stage and publish (or map a block
+// volume), then apply the pod's fsGroup where the kubelet would.
+func (m *Manager) publishForPod(ctx context.Context, pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, pv *podVolumes, target string) error {
 	client, err := m.csiClient(v.driver)
 	if err != nil {
 		return err

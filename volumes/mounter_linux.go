@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-	utilexec "k8s.io/utils/exec"
 	mount "k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
 )
 
 // realMounter does the mount syscalls itself (nodelet runs as root in the host's mount namespace).

@@ -109,7 +109,9 @@ var _ = Describe("Persistent volumes on the real node", func() {
 
 		pvName := "local-" + ns
 		Expect(k8s.Create(ctx, persistentVolume(pvName, ns, "data", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: disk}}))).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}}) })
+		DeferCleanup(func() {
+			_ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}})
+		})
 		bound := time.Now()
 		Eventually(func(g Gomega) {
 			p = getPod(g, ns, "writer")
@@ -145,7 +147,9 @@ var _ = Describe("Persistent volumes on the real node", func() {
 		pvName := "hostpath-" + ns
 		Expect(k8s.Create(ctx, persistentVolume(pvName, ns, "data", corev1.PersistentVolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: new(corev1.HostPathDirectoryOrCreate)}}))).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}}) })
+		DeferCleanup(func() {
+			_ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}})
+		})
 		Expect(k8s.Create(ctx, claim(ns, "data"))).To(Succeed())
 		create(shPod(ns, "hp", `echo from-hostpath > /data/note && sleep 3600`, withClaim("data", false)))
 		Eventually(func(g Gomega) {
@@ -170,7 +174,9 @@ var _ = Describe("Persistent volumes on the real node", func() {
 		pv := persistentVolume(pvName, ns, "data", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dev}})
 		pv.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
 		Expect(k8s.Create(ctx, pv)).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}}) })
+		DeferCleanup(func() {
+			_ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}})
+		})
 		c := claim(ns, "data")
 		c.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
@@ -209,7 +215,9 @@ var _ = Describe("Persistent volumes on the real node", func() {
 		DeferCleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
 		pvName := "blockfs-" + ns
 		Expect(k8s.Create(ctx, persistentVolume(pvName, ns, "data", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dev}}))).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}}) })
+		DeferCleanup(func() {
+			_ = k8s.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}})
+		})
 		Expect(k8s.Create(ctx, claim(ns, "data"))).To(Succeed())
 		p := create(shPod(ns, "fs", `echo on-ext4 > /data/note && grep " /data " /proc/mounts; sleep 3600`, withClaim("data", false)))
 		Eventually(func(g Gomega) {
