@@ -529,24 +529,32 @@ func (f *fakeClaimStatus) PatchClaimStatus(_ context.Context, _, updated *corev1
 	return nil
 }
 
-// TestPublishedVolumeIsExpandedOnTheNode: once the resizer grew the volume and asks for node expansion,
-// the next sync expands it through the driver and finishes the claim as the kubelet does.
-func TestPublishedVolumeIsExpandedOnTheNode(t *testing.T) {
+// expandingEnv is a driver that expands on the node, a claim of 1Gi bound to a 1Gi CSI volume, and a
+// pod with it published.
+func expandingEnv(t *testing.T) (*csiEnv, *fakeClaimStatus, *corev1.PersistentVolumeClaim, *corev1.Pod) {
+	t.Helper()
 	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
 	env.csi.caps[csipb.NodeServiceCapability_RPC_EXPAND_VOLUME] = true
 	cs := &fakeClaimStatus{objects: env.objects}
 	env.m.ClaimStatus = cs
-	rec := record.NewFakeRecorder(10)
-	env.m.Recorder = rec
 	env.bindCSIClaim("vol-1")
 	claim := env.objects.claims["ns/data"]
 	claim.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
 	env.objects.pvs["pv-vol-1"].Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
-	ctx := context.Background()
 	pod := csiPod("uid-1")
-	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
 		t.Fatal(errs)
 	}
+	return env, cs, claim, pod
+}
+
+// TestPublishedVolumeIsExpandedOnTheNode: once the resizer grew the volume and asks for node expansion,
+// the next sync expands it through the driver and finishes the claim as the kubelet does.
+func TestPublishedVolumeIsExpandedOnTheNode(t *testing.T) {
+	env, cs, claim, pod := expandingEnv(t)
+	rec := record.NewFakeRecorder(10)
+	env.m.Recorder = rec
+	ctx := context.Background()
 	// The volume grew, but until the resizer asks for node expansion nothing happens on the node.
 	env.objects.pvs["pv-vol-1"].Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("2Gi")
 	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 || len(env.csi.callsWith("expand")) != 0 {
@@ -579,20 +587,9 @@ func TestPublishedVolumeIsExpandedOnTheNode(t *testing.T) {
 }
 
 func TestFailedNodeExpansionIsWrittenOnTheClaim(t *testing.T) {
-	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
-	env.csi.caps[csipb.NodeServiceCapability_RPC_EXPAND_VOLUME] = true
+	env, _, claim, pod := expandingEnv(t)
 	env.csi.expandErr = grpcstatus.Error(codes.OutOfRange, "too big")
-	cs := &fakeClaimStatus{objects: env.objects}
-	env.m.ClaimStatus = cs
-	env.bindCSIClaim("vol-1")
-	claim := env.objects.claims["ns/data"]
-	claim.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
-	env.objects.pvs["pv-vol-1"].Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
 	ctx := context.Background()
-	pod := csiPod("uid-1")
-	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
-		t.Fatal(errs)
-	}
 	env.objects.pvs["pv-vol-1"].Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("9Ei")
 	claim.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
 		corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}

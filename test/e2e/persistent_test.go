@@ -73,6 +73,20 @@ func mountPointsOf(s string) []string {
 	return out
 }
 
+// loopDevice is a loop device over a new file of size bytes, detached and removed after the spec.
+func loopDevice(size int64) string {
+	backing, err := os.CreateTemp("", "nodelet-loop-")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(backing.Truncate(size)).To(Succeed())
+	Expect(backing.Close()).To(Succeed())
+	DeferCleanup(func() { _ = os.Remove(backing.Name()) })
+	out, err := exec.Command("losetup", "-f", "--show", backing.Name()).Output()
+	Expect(err).NotTo(HaveOccurred())
+	dev := strings.TrimSpace(string(out))
+	DeferCleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+	return dev
+}
+
 // podEvents lists "Reason: message" of the events of a pod.
 func podEvents(g Gomega, ns, name string) []string {
 	events := &corev1.EventList{}
@@ -160,15 +174,7 @@ var _ = Describe("Persistent volumes on the real node", func() {
 
 	It("gives a container a local block volume as a device, and leaves its data on the device", func() {
 		ctx := context.Background()
-		backing, err := os.CreateTemp("", "nodelet-block-pv-")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(backing.Truncate(16 << 20)).To(Succeed())
-		Expect(backing.Close()).To(Succeed())
-		DeferCleanup(func() { _ = os.Remove(backing.Name()) })
-		out, err := exec.Command("losetup", "-f", "--show", backing.Name()).Output()
-		Expect(err).NotTo(HaveOccurred())
-		dev := strings.TrimSpace(string(out))
-		DeferCleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+		dev := loopDevice(16 << 20)
 
 		pvName := "block-" + ns
 		pv := persistentVolume(pvName, ns, "data", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dev}})
@@ -204,15 +210,7 @@ var _ = Describe("Persistent volumes on the real node", func() {
 
 	It("formats and mounts a local volume on a block device for a filesystem claim", func() {
 		ctx := context.Background()
-		backing, err := os.CreateTemp("", "nodelet-blockfs-pv-")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(backing.Truncate(32 << 20)).To(Succeed())
-		Expect(backing.Close()).To(Succeed())
-		DeferCleanup(func() { _ = os.Remove(backing.Name()) })
-		out, err := exec.Command("losetup", "-f", "--show", backing.Name()).Output()
-		Expect(err).NotTo(HaveOccurred())
-		dev := strings.TrimSpace(string(out))
-		DeferCleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+		dev := loopDevice(32 << 20)
 		pvName := "blockfs-" + ns
 		Expect(k8s.Create(ctx, persistentVolume(pvName, ns, "data", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dev}}))).To(Succeed())
 		DeferCleanup(func() {
