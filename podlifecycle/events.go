@@ -19,7 +19,7 @@ func podRef(pod *corev1.Pod) *corev1.ObjectReference {
 // `kubectl describe` shows it.
 func containerRef(pod *corev1.Pod, c *corev1.Container) *corev1.ObjectReference {
 	ref := podRef(pod)
-	if c == nil {
+	if c == nil || c.Name == "" { // no container: the pull of an image volume
 		return ref
 	}
 	switch _, kind := podrules.FindContainer(pod, c.Name); kind {

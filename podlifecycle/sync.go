@@ -222,6 +222,11 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 		r.setWaiting(w, c.Name, *img.waiting)
 		return result{after: img.retryIn}, ""
 	}
+	volumeImages, waiting, retry := r.ensureImageVolumes(ctx, w, pod, c, sbCfg)
+	if waiting != nil {
+		r.setWaiting(w, c.Name, *waiting)
+		return result{after: retry}, ""
+	}
 	if s.lastExit != nil {
 		// The back-off steps once per restart, when the restart goes ahead: the kubelet pulls the image
 		// within the same sync, so a pull (imagePullPolicy Always) must not make a restart count twice
@@ -232,6 +237,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	if err != nil {
 		return r.containerFailed(pod, w, c, "CreateContainerConfigError", err, 10*time.Second), ""
 	}
+	useImageVolumeRefs(cfg.Mounts, c, volumeImages)
 	id, err := r.cri.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
 		return r.containerFailed(pod, w, c, "CreateContainerError", err, 10*time.Second), ""

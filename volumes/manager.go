@@ -191,6 +191,8 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return m.setUpClaim(ctx, pod, vol, pv)
 	case src.CSI != nil:
 		return m.setUpCSI(ctx, pod, csiFromInline(pod, vol), pv)
+	case src.Image != nil:
+		return nil // the runtime mounts the image; the pod's sync pulls it
 	case isEmptySource(src):
 		return m.setUpEmptyDir(pod, vol.Name, &corev1.EmptyDirVolumeSource{})
 	default:

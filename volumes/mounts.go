@@ -43,6 +43,9 @@ func (m *Manager) mount(pod *corev1.Pod, pv *podVolumes, c *corev1.Container, in
 	if vol == nil {
 		return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
 	}
+	if vol.Image != nil {
+		return imageMount(vm, vol.Image), nil
+	}
 	hostPath, mustReadOnly, err := m.volumePath(pod, pv, vol)
 	if err != nil {
 		return nil, err
@@ -72,6 +75,13 @@ func (m *Manager) mount(pod *corev1.Pod, pv *podVolumes, c *corev1.Container, in
 		SelinuxRelabel:    false,
 		Propagation:       propagation,
 	}, nil
+}
+
+// imageMount is the CRI mount of an image volume: the runtime mounts the image (its subPath) read-only.
+// Image holds the image as the pod names it; the caller replaces it with the pulled image's reference.
+func imageMount(vm *corev1.VolumeMount, src *corev1.ImageVolumeSource) *runtimeapi.Mount {
+	return &runtimeapi.Mount{ContainerPath: vm.MountPath, Readonly: true, ImageSubPath: vm.SubPath,
+		Image: &runtimeapi.ImageSpec{Image: src.Reference, UserSpecifiedImage: src.Reference}}
 }
 
 func findVolume(pod *corev1.Pod, name string) *corev1.Volume {
