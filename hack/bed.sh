@@ -11,6 +11,11 @@
 # AGENT (nodelet, the default, or kubelet: the real kubelet as the node agent, same config file and flags),
 # CONTAINERD (1: Debian's containerd 1.6, the default; 2: containerd 2.x and runc built from the module proxy).
 # BED_SIGNING_DURATION (the controller-manager's --cluster-signing-duration, default 8760h; short for rotation tests).
+# AGENT_ROOT (the agent's --root-dir; default $BED_DIR/nodelet/root, or root-kubelet for the kubelet): /var/lib/kubelet
+# for storage (hack/storage.sh), whose upstream CSI manifests hard-code the kubelet's plugins, plugins_registry and
+# pods folders there. A folder outside BED_DIR is noted (so is /var/lib/kubelet when the kubelet runs: it keeps its
+# device plugin socket there whatever its root): down unmounts what is left under it, clean deletes it only if the
+# bed made it.
 # CGROUP_DRIVER (cgroupfs, the default, or systemd: containerd's runc and the agent make cgroups through systemd;
 # on a host whose PID 1 is not systemd the whole bed runs inside hack/systemd.sh's systemd, which up starts and
 # down stops).
@@ -42,6 +47,8 @@ BRIDGE=nodelet0
 POD_SUBNET=10.88.0.0/16
 REGISTRY_ADDR=127.0.0.1:5000
 APISERVER_URL=https://127.0.0.1:6443
+KUBERNETES_SERVICE_IP=10.96.0.1
+NAT_CHAIN=NODELET-BED-SERVICES
 ADMIN_KUBECONFIG=$PKI_DIR/admin.kubeconfig
 # The busybox of the bed's images: upstream's (build-testbins.sh busybox), else Debian's busybox-static.
 BUSYBOX_BIN=${BUSYBOX_BIN:-$BUSYBOX_BIN_DIR/busybox}
@@ -73,9 +80,11 @@ agent_bin() {
   esac
 }
 
-# agent_root: the agent's --root-dir; the kubelet's is apart from nodelet's.
+# agent_root: the agent's --root-dir: AGENT_ROOT, else under the bed, the kubelet's apart from nodelet's.
 agent_root() {
-  if [ "$AGENT" = kubelet ]; then echo "$NODELET_DIR/root-kubelet"; else echo "$NODELET_DIR/root"; fi
+  if [ -n "${AGENT_ROOT:-}" ]; then echo "$AGENT_ROOT"
+  elif [ "$AGENT" = kubelet ]; then echo "$NODELET_DIR/root-kubelet"
+  else echo "$NODELET_DIR/root"; fi
 }
 
 # tools_dir: where hack/{pause,registry,crictl} are built, keyed by their sources, go.sum and the Go version.
@@ -144,7 +153,9 @@ component_cmd() {
       # With the conformance binaries built (build-testbins.sh e2e), the upstream e2e test images are served too.
       if [ -x "$E2E_BIN_DIR/agnhost" ] && [ -x "$E2E_BIN_DIR/nnp" ]; then
         CMD+=(--e2e-bin "$E2E_BIN_DIR" --agnhost-src "$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost")
-      fi ;;
+      fi
+      # With the storage binaries built (build-testbins.sh csi), the CSI and local-path images too.
+      if [ -x "$CSI_BIN_DIR/hostpathplugin" ]; then CMD+=(--csi-bin "$CSI_BIN_DIR"); fi ;;
     etcd) CMD=("$ETCD_BIN_DIR/etcd" --name bed --data-dir "$BED_DIR/etcd"
       --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379
       --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380
@@ -199,7 +210,7 @@ component_port() {
 }
 
 component_timeout() {
-  case $1 in apiserver | controller-manager | scheduler | nodelet) echo 60 ;; *) echo 30 ;; esac
+  case $1 in registry | apiserver | controller-manager | scheduler | nodelet) echo 60 ;; *) echo 30 ;; esac
 }
 
 component_ready() {
@@ -405,21 +416,50 @@ kill_shims() {
   done
 }
 
-# unmount_all: everything still mounted under BED_DIR, deepest first.
-unmount_all() {
+# unmount_under DIR: everything still mounted on or under DIR, deepest first.
+unmount_under() {
   local m
-  awk -v d="$BED_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+  awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
     m=$(printf '%b' "$m")
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: cannot unmount $m"
   done
 }
 
+# host_dirs [made]: the folders outside BED_DIR the bed noted (host_dir), or only those it made.
+host_dirs() {
+  [ -f "$BED_DIR/host-dirs" ] || return 0
+  awk -v only="${1:-}" 'only == "" || $1 == only { print $2 }' "$BED_DIR/host-dirs"
+}
+
+# unmount_all: everything still mounted under BED_DIR and the noted host folders (an AGENT_ROOT's pod volumes).
+unmount_all() {
+  local d
+  unmount_under "$BED_DIR"
+  while read -r d; do unmount_under "$d"; done < <(host_dirs)
+}
+
 remove_network() {
+  service_route_remove
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link delete "$BRIDGE" || log "warning: cannot delete bridge $BRIDGE"
   fi
   # Nothing runs any more, so no lease is held.
   rm -rf "${CNI_DATA_DIR:?}"/*
+}
+
+# service_route_add: pods reach the API server at the kubernetes Service's address, as kube-proxy would route it
+# (the bed runs no service proxy): 10.96.0.1:443 is DNATed to NODE_IP:6443 in a nat chain of the bed's own. In-cluster
+# clients in pods (CSI sidecars, provisioners, controllers) need it.
+service_route_add() {
+  iptables -t nat -N "$NAT_CHAIN" 2>/dev/null || iptables -t nat -F "$NAT_CHAIN"
+  iptables -t nat -A "$NAT_CHAIN" -d "$KUBERNETES_SERVICE_IP/32" -p tcp --dport 443 -j DNAT --to-destination "$NODE_IP:6443"
+  iptables -t nat -C PREROUTING -j "$NAT_CHAIN" 2>/dev/null || iptables -t nat -A PREROUTING -j "$NAT_CHAIN"
+}
+
+service_route_remove() {
+  iptables -t nat -D PREROUTING -j "$NAT_CHAIN" 2>/dev/null || true
+  iptables -t nat -F "$NAT_CHAIN" 2>/dev/null || true
+  iptables -t nat -X "$NAT_CHAIN" 2>/dev/null || true
 }
 
 # ---------------------------------------------------------------------------------------------------------
@@ -432,8 +472,12 @@ prepare() {
   ip=$(node_ip)
   NODE_IP=$ip
   mount_cgroup_controllers
+  if [ -n "${AGENT_ROOT:-}" ] && [[ "$AGENT_ROOT/" != "$BED_DIR/"* ]]; then host_dir "$BED_DIR" "$AGENT_ROOT"; fi
+  # The kubelet keeps its device plugin socket in /var/lib/kubelet/device-plugins whatever its --root-dir.
+  if [ "$AGENT" = kubelet ]; then host_dir "$BED_DIR" /var/lib/kubelet; fi
   ensure_pki
   write_configs
+  service_route_add
 }
 
 # ensure_built: binaries for start/stop when up already ran (no apt, no kube build).
@@ -479,8 +523,14 @@ cmd_down() {
 }
 
 cmd_clean() {
+  local d made
   cmd_down
   unmount_all
+  mapfile -t made < <(host_dirs made)
+  for d in "${made[@]}"; do
+    rm -rf "${d:?}"
+    log "removed $d"
+  done
   rm -rf "${BED_DIR:?}"
   log "removed $BED_DIR"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test bed's Kubernetes and etcd binaries from the Go module proxy into a cache folder keyed by
 # version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd; on request
-# the kubelet (`kubelet`) and the upstream conformance suite with its test image binaries (`e2e`).
+# the kubelet (`kubelet`), the upstream conformance suite with its test image binaries (`e2e`), and the storage
+# parts: CSI hostpath driver, sidecars, snapshot controller and local-path provisioner (`csi`).
 # setup-envtest cannot download here, so the module proxy is the only source. Re-runs are no-ops.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -161,6 +162,114 @@ build_busybox() {
   rm -rf "$w"
 }
 
+# replaces_of GOMOD: MODULE's replace directives, one "old old-version new new-version" per line (a version
+# field is "-" when absent).
+replaces_of() {
+  awk '/^replace[ \t]*\(/ { blk = 1; next } blk && /^\)/ { blk = 0; next }
+    blk || /^replace[ \t]/ { sub(/^replace[ \t]+/, ""); sub(/\/\/.*/, ""); if (NF) print }' "$1" |
+    while read -r a b c d e; do
+      if [ "$b" = "=>" ]; then echo "$a - $c ${d:--}"; else echo "$a $b $d ${e:--}"; fi
+    done
+}
+
+# proxy_wrapper DIR MODULE VERSION PACKAGE...: a throwaway module in DIR that requires MODULE@VERSION with
+# MODULE's own replace directives (a dependency's replaces do not apply, and `go install` refuses a module that
+# has any), and a tools.go blank-importing the packages, tidied. A replace of a nested module by its folder
+# (./client: not in MODULE's zip) becomes a requirement of that module at VERSION when the proxy serves it.
+proxy_wrapper() {
+  local w=$1 mod=$2 ver=$3; shift 3
+  (
+    cd "$w"
+    go mod init nodelet.local/csibins >/dev/null 2>&1
+    go mod edit -require "$mod@$ver"
+    local gomod old over new nver
+    gomod=$(GOFLAGS=-mod=mod go mod download -json "$mod@$ver" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+    [ -f "$gomod" ] || die "go mod download $mod@$ver gave no go.mod"
+    while read -r old over new nver; do
+      if [ "$nver" != - ]; then
+        go mod edit -replace "$old$([ "$over" = - ] || echo "@$over")=$new@$nver"
+      elif GOFLAGS=-mod=mod go mod download "$old@$ver" >/dev/null 2>&1; then
+        go mod edit -require "$old@$ver"
+      fi
+    done < <(replaces_of "$gomod")
+    {
+      echo '//go:build tools'
+      echo 'package tools'
+      echo 'import ('
+      for p in "$@"; do echo "  _ \"$p\""; done
+      echo ')'
+    } > tools.go
+    go mod tidy >/dev/null
+  )
+}
+
+# build_csi_module MODULE VERSION BINARY=PACKAGE...: the named binaries of one proxy module, into $CSI_BIN_DIR.
+build_csi_module() {
+  local mod=$1 ver=$2; shift 2
+  local w bp pkgs=()
+  for bp in "$@"; do pkgs+=("$mod${bp#*=}"); done
+  log "building ${*%%=*} ($mod $ver) into $CSI_BIN_DIR"
+  w=$(mktemp -d)
+  proxy_wrapper "$w" "$mod" "$ver" "${pkgs[@]}"
+  (
+    cd "$w"
+    for bp in "$@"; do
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$ver -X main.VERSION=$ver" \
+        -o "$CSI_BIN_DIR/${bp%%=*}.tmp" "$mod${bp#*=}"
+      mv "$CSI_BIN_DIR/${bp%%=*}.tmp" "$CSI_BIN_DIR/${bp%%=*}"
+    done
+  )
+  rm -rf "$w"
+}
+
+# build_csi_third_party BINARY ARCHIVE-PREFIX PACKAGE: one binary from its archive in THIRD_PARTY_DIR, built in
+# module mode in a scratch copy (the archives carry no vendor/ folder).
+build_csi_third_party() {
+  local bin=$1 prefix=$2 pkg=$3 archives archive w
+  archives=("$THIRD_PARTY_DIR/$prefix"-*.tar.gz)
+  [ -f "${archives[0]}" ] || die "no $prefix-*.tar.gz in THIRD_PARTY_DIR=$THIRD_PARTY_DIR"
+  [ ${#archives[@]} -eq 1 ] || die "more than one $prefix-*.tar.gz in $THIRD_PARTY_DIR"
+  archive=${archives[0]}
+  log "building $bin from $(basename "$archive") into $CSI_BIN_DIR"
+  w=$(mktemp -d)
+  tar -xzf "$archive" -C "$w"
+  (
+    cd "$w/$prefix"
+    local commit=${archive##*-}; commit=${commit%.tar.gz}
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$commit" \
+      -o "$CSI_BIN_DIR/$bin.tmp" "./$pkg"
+    mv "$CSI_BIN_DIR/$bin.tmp" "$CSI_BIN_DIR/$bin"
+  )
+  rm -rf "$w"
+}
+
+# build_csi: the storage parts of the bed, into $CSI_BIN_DIR: the CSI hostpath driver and the sidecars of the
+# upstream e2e manifests, the snapshot controller, and the local-path provisioner. Only missing binaries are built.
+build_csi() {
+  local e bin mod ver pkg key prefix
+  local -A bins_of=()
+  local order=()
+  mkdir -p "$CSI_BIN_DIR"
+  for e in "${CSI_THIRD_PARTY[@]}"; do
+    read -r bin prefix pkg <<< "$e"
+    [ -x "$CSI_BIN_DIR/$bin" ] || build_csi_third_party "$bin" "$prefix" "$pkg"
+  done
+  for e in "${CSI_MODULES[@]}"; do
+    read -r bin mod ver pkg <<< "$e"
+    [ -x "$CSI_BIN_DIR/$bin" ] && continue
+    key="$mod $ver"
+    [ -n "${bins_of[$key]:-}" ] || order+=("$key")
+    if [ "$pkg" = . ]; then pkg=""; else pkg="/$pkg"; fi
+    bins_of[$key]+=" $bin=$pkg"
+  done
+  for key in "${order[@]}"; do
+    # shellcheck disable=SC2086 # word splitting wanted: "module version" and the binary list
+    build_csi_module $key ${bins_of[$key]}
+  done
+  printf '%s\n' "${CSI_THIRD_PARTY[@]}" "${CSI_MODULES[@]}" > "$CSI_BIN_DIR/versions.txt"
+  ls "$THIRD_PARTY_DIR"/*.tar.gz >> "$CSI_BIN_DIR/versions.txt"
+}
+
 build_etcd() {
   local out="$ETCD_BIN_DIR"
   [ -x "$out/etcd" ] && return 0
@@ -186,8 +295,9 @@ case "${1:-all}" in
   e2e) build_e2e ;;
   containerd2) build_containerd2 ;;
   busybox) build_busybox ;;
+  csi) build_csi ;;
   all) build_etcd; build_kube; build_busybox ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox]" ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox|csi]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

@@ -14,9 +14,63 @@ CONTAINERD2_VERSION=${CONTAINERD2_VERSION:-v2.4.2}
 RUNC_VERSION=${RUNC_VERSION:-v1.5.2}
 CONTAINERD2_BIN_DIR=$BIN_CACHE/containerd-$CONTAINERD2_VERSION-runc-$RUNC_VERSION
 ENVTEST_ASSETS=$BIN_CACHE/envtest-$KUBE_VERSION-etcd-$ETCD_VERSION
+# The storage parts of the bed (build-testbins.sh csi): the CSI hostpath driver and sidecars the upstream e2e
+# manifests name, and the local-path provisioner kind installs. Sources kept in THIRD_PARTY_DIR (archives of
+# upstream commits the module proxy refuses; see its README.md) and modules from the proxy:
+# "binary module version package" (package relative to the module, "." for its root).
+THIRD_PARTY_DIR=${THIRD_PARTY_DIR:-$REPO_ROOT/../shared/third_party}
+[ -d "$THIRD_PARTY_DIR" ] || THIRD_PARTY_DIR=/work/shared/third_party
+CSI_THIRD_PARTY=( # binary archive-prefix package
+  "hostpathplugin csi-driver-host-path cmd/hostpathplugin"
+  "csi-node-driver-registrar node-driver-registrar cmd/csi-node-driver-registrar"
+  "livenessprobe livenessprobe cmd/livenessprobe"
+  "csi-external-health-monitor-controller external-health-monitor cmd/csi-external-health-monitor-controller"
+)
+CSI_SNAPSHOTTER_VERSION=${CSI_SNAPSHOTTER_VERSION:-v8.6.0}
+# kind's default storage (hack/storage.sh installs it as kind does: pkg/build/nodeimage/const_storage.go).
+KIND_VERSION=${KIND_VERSION:-v0.33.0}
+CSI_MODULES=( # binary module version package
+  "csi-provisioner github.com/kubernetes-csi/external-provisioner/v6 v6.3.0 cmd/csi-provisioner"
+  "csi-attacher github.com/kubernetes-csi/external-attacher/v4 v4.12.0 cmd/csi-attacher"
+  "csi-resizer github.com/kubernetes-csi/external-resizer/v2 v2.2.0 cmd/csi-resizer"
+  "csi-snapshotter github.com/kubernetes-csi/external-snapshotter/v8 $CSI_SNAPSHOTTER_VERSION cmd/csi-snapshotter"
+  "snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8 $CSI_SNAPSHOTTER_VERSION cmd/snapshot-controller"
+  "csi-snapshot-metadata github.com/kubernetes-csi/external-snapshot-metadata v1.0.0 cmd/csi-snapshot-metadata"
+  # kind's default storage runs v0.0.34, which the module proxy does not serve; v0.0.30 is the newest it serves
+  # with a checksum database entry.
+  "local-path-provisioner github.com/rancher/local-path-provisioner v0.0.30 ."
+)
+# mod_dir MODULE@VERSION: the module's folder in the module cache, downloaded first if needed.
+mod_dir() {
+  local d
+  d=$(cd / && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$d" ] || die "go mod download $1 failed"
+  echo "$d"
+}
+# csi_bin_dir: the folder of the storage binaries, keyed by every version and archive above.
+csi_bin_dir() {
+  local key
+  key=$( { printf '%s\n' "${CSI_MODULES[@]}" "${CSI_THIRD_PARTY[@]}"; (cd "$THIRD_PARTY_DIR" && ls -- *.tar.gz); } 2>/dev/null |
+    sha256sum | cut -c1-12)
+  echo "$BIN_CACHE/csi-$key"
+}
+CSI_BIN_DIR=$(csi_bin_dir)
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# host_dir BED_DIR DIR: DIR exists (made if missing) and is noted in BED_DIR/host-dirs, "made DIR" when this made
+# it, "used DIR" when it was there: `bed.sh down` unmounts what is left mounted under every noted folder, and
+# `bed.sh clean` deletes the ones the bed made.
+host_dir() {
+  local list=$1/host-dirs state=used
+  if ! grep -qxF -e "made $2" -e "used $2" "$list" 2>/dev/null; then
+    [ -d "$2" ] || state=made
+    mkdir -p "$1"
+    echo "$state $2" >> "$list"
+  fi
+  mkdir -p "$2"
+}
 
 # mount_cgroup_controllers: every cgroup v1 controller the kernel has, mounted on the host as a systemd host has
 # them (net_cls and net_prio together; hugetlb, which this VM's init leaves unmounted, among them), so that the

@@ -126,7 +126,8 @@ TOML
 }
 
 # write_cni_config: one bridge network; containerd adds the loopback interface itself (the "loopback" plugin
-# from CNI_BIN_DIR), so it is not in the chain. host-local keeps its leases under BED_DIR.
+# from CNI_BIN_DIR), so it is not in the chain. host-local keeps its leases under BED_DIR. Pods route everything
+# through the bridge (default gateway), so they reach the node and the kubernetes Service (bed.sh service_route).
 write_cni_config() {
   mkdir -p "$CNI_CONF_DIR" "$CNI_DATA_DIR"
   put "$CNI_CONF_DIR/10-nodelet-bed.conflist" <<JSON
@@ -138,6 +139,7 @@ write_cni_config() {
       "type": "bridge",
       "bridge": "$BRIDGE",
       "isGateway": true,
+      "isDefaultGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {

@@ -1,8 +1,9 @@
 // Command registry is the test bed's loopback OCI registry (go-containerregistry's pkg/registry). At start it
-// builds the bed's images from local files — busybox (Debian's static busybox plus one symlink per applet) and
-// pause (our hack/pause binary) — and pushes them in process into the in-memory registry, then serves it. Every tar is written reproducibly (sorted
-// entries, mtime 0, uid/gid 0), so the digests are the same on every start. Pushes from clients are accepted
-// too (kept in memory until the process ends).
+// builds the bed's images from local files — busybox (Debian's static busybox plus one symlink per applet),
+// pause (our hack/pause binary), and when their binaries are built the e2e test images (e2eimages.go) and the
+// storage images (csiimages.go) — and pushes them in process into the in-memory registry, then serves it. Every
+// tar is written reproducibly (sorted entries, mtime 0, uid/gid 0), so the digests are the same on every start.
+// Pushes from clients are accepted too (kept in memory until the process ends).
 package main
 
 import (
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&src.pause, "pause", "", "path of the static pause binary (hack/pause)")
 	flag.StringVar(&src.e2eBin, "e2e-bin", "", "folder holding agnhost and nnp: also serve the upstream e2e test images")
 	flag.StringVar(&src.agnhostSrc, "agnhost-src", "", "agnhost's source folder (for porter's localhost.crt/key)")
+	flag.StringVar(&src.csiBin, "csi-bin", "", "folder of the CSI and local-path binaries: also serve the storage images")
 	quiet := flag.Bool("quiet", false, "do not log every request")
 	flag.Parse()
 	if err := run(*addr, src, *quiet); err != nil {
@@ -67,6 +69,7 @@ func main() {
 type sources struct {
 	busybox, pause     string
 	e2eBin, agnhostSrc string
+	csiBin             string
 }
 
 func run(addr string, src sources, quiet bool) error {
@@ -120,11 +123,15 @@ func buildImages(src sources) (map[string]*ociImage, error) {
 		return nil, fmt.Errorf("pause image: %w", err)
 	}
 	images := map[string]*ociImage{"busybox": bb, "pause": p}
-	if src.e2eBin == "" {
-		return images, nil
+	if src.e2eBin != "" {
+		if err := addE2EImages(images, root, src); err != nil {
+			return nil, fmt.Errorf("e2e test images: %w", err)
+		}
 	}
-	if err := addE2EImages(images, root, src); err != nil {
-		return nil, fmt.Errorf("e2e test images: %w", err)
+	if src.csiBin != "" {
+		if err := addCSIImages(images, root, src.csiBin); err != nil {
+			return nil, fmt.Errorf("storage images: %w", err)
+		}
 	}
 	return images, nil
 }
@@ -238,11 +245,17 @@ func pauseImage(path string) (*ociImage, error) {
 
 // image makes a one-layer OCI image from files with the given runtime config.
 func image(files []entry, cfg v1.Config) (*ociImage, error) {
+	return imageLevel(files, cfg, gzip.DefaultCompression)
+}
+
+// imageLevel is image with its layer compressed at the given gzip level (BestSpeed for the large ones, so the
+// registry starts quickly).
+func imageLevel(files []entry, cfg v1.Config, level int) (*ociImage, error) {
 	layerTar, err := reproducibleTar(files)
 	if err != nil {
 		return nil, err
 	}
-	layerGz, err := gzipped(layerTar)
+	layerGz, err := gzipped(layerTar, level)
 	if err != nil {
 		return nil, err
 	}
@@ -270,9 +283,9 @@ func image(files []entry, cfg v1.Config) (*ociImage, error) {
 }
 
 // gzipped compresses b with no name and no timestamp in the header, so the output depends on b alone.
-func gzipped(b []byte) ([]byte, error) {
+func gzipped(b []byte, level int) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+	zw, err := gzip.NewWriterLevel(&buf, level)
 	if err != nil {
 		return nil, err
 	}
