@@ -3,7 +3,10 @@
 # taken over by nodelet, then handed back. Prints, for every container of the pods created under the kubelet
 # (one with probes, one crash-looping with a volume, one static), whether its ID and restart count survived each
 # handover, and the handover times (kubelet exit → node Ready with nodelet, and back); exits non-zero when a
-# container restarted or a step failed.
+# container restarted or a step failed. A pod with a csi-hostpath claim (the CSI hostpath driver deployed from
+# upstream's manifests, hack/storage.sh; the agents' root folder is /var/lib/kubelet, as those manifests
+# want) keeps its volume and data through the takeover; under nodelet it is deleted (its volume unpublished
+# and unstaged, the VolumeAttachment gone) and a new pod mounts the same claim and reads the data.
 #   MODE=daemonset (default): as users deploy it. The kubelet runs under a supervisor loop (systemd's
 #     Restart=always); the image from hack/image is pushed to the bed's registry and `kubectl apply -k` of an
 #     overlay of deploy/ starts the DaemonSet, whose pod runs `nodelet takeover`; a pod's process that calls
@@ -20,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-handover} BIN_CACHE AGENT=kubelet
+export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-handover} BIN_CACHE AGENT=kubelet AGENT_ROOT=/var/lib/kubelet
 MODE=${MODE:-daemonset}
 bed="$here/bed.sh"
 LOCK=$BED_DIR/run/kubelet.lock
@@ -113,11 +116,33 @@ spec:
     command: [sh, -c, "if [ -f /d/crashed ]; then sleep 3600; else touch /d/crashed; sleep 2; exit 1; fi"]
     volumeMounts: [{name: d, mountPath: /d}]
 YAML
+  K apply -n handover -f - <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  storageClassName: csi-hostpath-sc
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 16Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: data}
+spec:
+  nodeName: $node
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, "[ -f /data/note ] || echo written-under-the-kubelet > /data/note; sleep 3600"]
+    volumeMounts: [{name: data, mountPath: /data}]
+YAML
   log "waiting for the pods to run and the crashing one to restart once under the kubelet"
   local start=$SECONDS
   until K get pod -n handover crash -o jsonpath='{.status.containerStatuses[0].restartCount}' | grep -q '^[1-9]' &&
     [ "$(K get pod -n handover crash -o jsonpath='{.status.containerStatuses[0].ready}')" = true ] &&
     [ "$(K get pod -n handover web -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] &&
+    [ "$(K get pod -n handover data -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] &&
     K get pods -n kube-system | grep -q 'static.*Running'; do
     [ $((SECONDS - start)) -gt 180 ] && die "pods not ready under the kubelet"
     sleep 1
@@ -218,6 +243,60 @@ YAML
   fi
 }
 
+# csi_under_nodelet: the claim's data written under the kubelet is there; the pod is deleted under nodelet:
+# its volume unpublished and unstaged (nothing of it left mounted or on disk), out of volumesInUse, its
+# VolumeAttachment gone; a new pod mounts the same claim and reads the data. The snapshot is taken again.
+csi_under_nodelet() {
+  local uid pv handle sha node
+  if [ "$(K exec -n handover data -- cat /data/note)" = written-under-the-kubelet ]; then
+    log "RESULT the csi-hostpath volume mounted under the kubelet serves its data under nodelet: ok"
+  else
+    log "RESULT the csi-hostpath volume's data under nodelet: FAILED"; FAILED=1
+  fi
+  uid=$(K get pod -n handover data -o jsonpath='{.metadata.uid}')
+  pv=$(K get pvc -n handover data -o jsonpath='{.spec.volumeName}')
+  handle=$(K get pv "$pv" -o jsonpath='{.spec.csi.volumeHandle}')
+  node=$(K get node -o jsonpath='{.items[0].metadata.name}')
+  sha=$(printf %s "$handle" | sha256sum | cut -d' ' -f1)
+  K delete pod -n handover data --wait=true --timeout=120s >/dev/null
+  local start=$SECONDS left=""
+  while :; do
+    left=""
+    grep -q "/var/lib/kubelet/pods/$uid/" /proc/self/mountinfo && left+=" pod-mounts"
+    [ -e "/var/lib/kubelet/plugins/kubernetes.io/csi/hostpath.csi.k8s.io/$sha" ] && left+=" staging"
+    K get node "$node" -o jsonpath='{.status.volumesInUse}' | grep -q "$handle" && left+=" volumesInUse"
+    K get volumeattachment "csi-$(printf %s "$handle""hostpath.csi.k8s.io""$node" | sha256sum | cut -d' ' -f1)" >/dev/null 2>&1 && left+=" VolumeAttachment"
+    [ -z "$left" ] && break
+    [ $((SECONDS - start)) -gt 120 ] && break
+    sleep 1
+  done
+  if [ -z "$left" ]; then
+    log "RESULT the csi-hostpath pod deleted under nodelet: unpublished, unstaged, out of volumesInUse, detached ($((SECONDS - start)) s)"
+  else
+    log "RESULT the csi-hostpath pod deleted under nodelet: FAILED, left:$left"; FAILED=1
+  fi
+  K apply -n handover -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: data}
+spec:
+  nodeName: $node
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, "[ -f /data/note ] || echo written-under-the-kubelet > /data/note; sleep 3600"]
+    volumeMounts: [{name: data, mountPath: /data}]
+YAML
+  if K wait -n handover pod/data --for=condition=Ready --timeout=120s >/dev/null &&
+    [ "$(K exec -n handover data -- cat /data/note)" = written-under-the-kubelet ]; then
+    log "RESULT a new pod on the same claim under nodelet: Running with the data"
+  else
+    log "RESULT a new pod on the same claim under nodelet: FAILED"; FAILED=1
+  fi
+  snapshot > "$BED_DIR/after-nodelet.txt"
+}
+
 # rollout: a rolling update of the DaemonSet (maxUnavailable 1): the old pod's nodelet stops its own pod and
 # exits, the waiting kubelet holds the node while it starts the new pod, whose nodelet takes it over again.
 # No other container may restart.
@@ -288,6 +367,7 @@ YAML
   compare kubelet→nodelet "$BED_DIR/before.txt" "$BED_DIR/after-nodelet.txt"
   checks_under_nodelet
   rollout
+  csi_under_nodelet
 
   log "handing back: deleting the DaemonSet (the kubelet, restarted by its supervisor, waits for the lock)"
   local nodelet_pid; nodelet_pid=$(pgrep -f 'nodelet takeover --in-host' | head -1 || true)
@@ -335,7 +415,9 @@ main() {
   [ -x "$NODELET_BIN" ] || die "build nodelet first (make build) or set NODELET_BIN"
   bash "$bed" clean >/dev/null 2>&1 || true # a bed of its own: start from nothing
   trap teardown EXIT
+  bash "$here/build-testbins.sh" csi # before the bed's registry starts: it serves the storage images
   bash "$bed" up
+  bash "$here/storage.sh" up
   start_pods
   if [ "$MODE" = daemonset ]; then start_impostor; fi
   snapshot > "$BED_DIR/before.txt"
