@@ -153,6 +153,7 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, ple
 	} else {
 		a.volumeMgr = a.volumes(deps.Node)
 		a.volumeMgr.Recorder = rec
+		a.csiPlugins(a.volumeMgr)
 		deps.Volumes = a.volumeMgr
 		a.local = append(a.local, manager.RunnableFunc(a.cleanUpStagedVolumes))
 		if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {

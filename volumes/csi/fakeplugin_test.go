@@ -7,12 +7,18 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
+
+// tb is what the helpers need of a test (testing.T or GinkgoT()).
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Cleanup(func())
+}
 
 // fakePlugin is a CSI plugin as a registrar and its driver make one: a registration server on one socket
 // and the driver's Identity and Node services on another.
@@ -38,7 +44,7 @@ type fakePlugin struct {
 
 // newFakePlugin is a CSIPlugin named name whose driver listens at <dir>/plugins/<name>/csi.sock, reporting
 // node ID "node-1" and supporting CSI 1.0.0.
-func newFakePlugin(t *testing.T, dir, name string) *fakePlugin {
+func newFakePlugin(t tb, dir, name string) *fakePlugin {
 	t.Helper()
 	endpoint := filepath.Join(dir, "plugins", name, "csi.sock")
 	return &fakePlugin{
@@ -48,7 +54,7 @@ func newFakePlugin(t *testing.T, dir, name string) *fakePlugin {
 }
 
 // tempDir is a short directory (unix socket paths are limited to 108 bytes) removed after the test.
-func tempDir(t *testing.T) string {
+func tempDir(t tb) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "csi")
 	if err != nil {
@@ -59,7 +65,7 @@ func tempDir(t *testing.T) string {
 }
 
 // start serves the driver at its endpoint and the registration server at regSocket.
-func (p *fakePlugin) start(t *testing.T, regSocket string) {
+func (p *fakePlugin) start(t tb, regSocket string) {
 	t.Helper()
 	p.mu.Lock()
 	endpoint := p.info.Endpoint
@@ -75,7 +81,7 @@ func (p *fakePlugin) start(t *testing.T, regSocket string) {
 	t.Cleanup(p.stop)
 }
 
-func (p *fakePlugin) serve(t *testing.T, path string, register func(*grpc.Server)) *grpc.Server {
+func (p *fakePlugin) serve(t tb, path string, register func(*grpc.Server)) *grpc.Server {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		t.Fatal(err)

@@ -116,12 +116,18 @@ func (n *NodeInfo) next(ctx context.Context) bool {
 		return false
 	}
 	defer n.queue.Done(key)
-	if err := n.sync(ctx, key); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "Writing the CSINode object and the Node failed; retrying", "driver", key)
+	err := n.sync(ctx, key)
+	switch {
+	case err == nil:
+		n.queue.Forget(key)
+	case ctx.Err() != nil:
+	case key == initKey:
+		logr.FromContextOrDiscard(ctx).Error(err, "Initializing the CSINode object failed; retrying")
 		n.queue.AddRateLimited(key)
-		return true
+	default:
+		logr.FromContextOrDiscard(ctx).Error(err, "Writing a CSI driver into the CSINode object and the Node failed; retrying", "driver", key)
+		n.queue.AddRateLimited(key)
 	}
-	n.queue.Forget(key)
 	return true
 }
 

@@ -146,11 +146,12 @@ func (w *PluginWatcher) work(ctx context.Context) {
 		if shutdown {
 			return
 		}
-		if err := w.reconcile(ctx, path); err != nil {
+		switch err := w.reconcile(ctx, path); {
+		case err == nil:
+			w.queue.Forget(path)
+		case ctx.Err() == nil:
 			logr.FromContextOrDiscard(ctx).Error(err, "Registering a plugin failed; retrying", "socket", path)
 			w.queue.AddRateLimited(path)
-		} else {
-			w.queue.Forget(path)
 		}
 		w.queue.Done(path)
 	}

@@ -1,0 +1,30 @@
+package agent
+
+import (
+	"github.com/nodelet/nodelet/volumes"
+	"github.com/nodelet/nodelet/volumes/csi"
+)
+
+// csiPlugins runs the node side of CSI for the volume manager m: the plugin watcher on
+// <root-dir>/plugins_registry registering CSI drivers, and (with an API server) the node's CSINode object
+// and the Node's CSI annotation and labels kept in line with them.
+func (a *Agent) csiPlugins(m *volumes.Manager) {
+	opts := csi.Options{RootDir: a.cfg.RootDir, NodeName: a.cfg.NodeName, Clock: a.clock()}
+	if !a.standalone {
+		opts.Reader, opts.Writer = a.mgr.GetAPIReader(), a.mgr.GetClient()
+	}
+	c := csi.New(opts)
+	m.CSI = csiDrivers{c.Registry()}
+	a.local = append(a.local, c)
+}
+
+// csiDrivers gives the volume manager the registered drivers' node clients.
+type csiDrivers struct{ registry *csi.Registry }
+
+func (d csiDrivers) NodeClient(driver string) (volumes.CSINodeClient, error) {
+	c, err := d.registry.NodeClient(driver)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
