@@ -36,10 +36,13 @@ const migratedPlugins = "kubernetes.io/aws-ebs,kubernetes.io/azure-disk,kubernet
 // initKey is the queue's key for the CSINode object itself (no driver name is empty).
 const initKey = ""
 
-// Retries of the API writes: from 50 ms, doubling, to two minutes, for as long as it takes.
+// Retries of the API writes: from 50 ms, doubling, to two minutes, for as long as it takes. One try (the
+// reads and writes of one driver) is given writeTimeout: an API server that does not answer holds up
+// neither a registration nor the other drivers.
 const (
 	writeRetryBase = 50 * time.Millisecond
 	writeRetryMax  = 2 * time.Minute
+	writeTimeout   = 15 * time.Second
 )
 
 // DriverGetter is the registered drivers (Registry).
@@ -135,6 +138,8 @@ func (n *NodeInfo) next(ctx context.Context) bool {
 func (n *NodeInfo) sync(ctx context.Context, key string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
 	node := &corev1.Node{}
 	if err := n.Reader.Get(ctx, client.ObjectKey{Name: n.NodeName}, node); err != nil {
 		return fmt.Errorf("get node %s: %w", n.NodeName, err)

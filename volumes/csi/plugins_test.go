@@ -254,3 +254,21 @@ func TestEmptyNodeIDRefusesTheDriver(t *testing.T) {
 		t.Error("a driver without node ID was registered")
 	}
 }
+
+func TestRemovedDirectoryDeregistersTheDriversUnderIt(t *testing.T) {
+	root := tempDir(t)
+	n := startNode(t, root)
+	sub := filepath.Join(n.dir, "sub")
+	if err := os.MkdirAll(sub, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	p := newFakePlugin(t, root, driverName)
+	p.start(t, filepath.Join(sub, "reg.sock"))
+	n.eventually(t, "the driver is registered", n.registered(driverName, "node-1"))
+
+	// Moved away whole, the directory's sockets give no event of their own.
+	if err := os.Rename(sub, filepath.Join(root, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	n.eventually(t, "the driver is de-registered", func() bool { _, ok := n.registry.Get(driverName); return !ok })
+}
