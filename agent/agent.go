@@ -185,7 +185,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// prepareHost creates the root directory, checks the cgroup version and swap, reads the host facts the
+// prepareHost creates the root directory (on a shared mount, as the kubelet makes it), checks the cgroup version and swap, reads the host facts the
 // containers' resources follow, and handles the kernel tunables as the kubelet: with protectKernelDefaults they
 // must already hold the kubelet's values, without it they are set to them.
 func (a *Agent) prepareHost() error {
@@ -194,6 +194,9 @@ func (a *Agent) prepareHost() error {
 	}
 	if a.opts.Simulation != nil {
 		return nil
+	}
+	if err := volumes.MakeRShared(a.cfg.RootDir); err != nil {
+		return fmt.Errorf("error configuring root directory: %w", err)
 	}
 	if err := checkCgroupVersion(&a.cfg.Kubelet, podcgroups.DefaultRoot); err != nil {
 		return err

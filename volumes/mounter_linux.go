@@ -139,3 +139,42 @@ func unescapeOctal(s string) string {
 	}
 	return b.String()
 }
+
+// MakeRShared makes sure path is on a mount with shared propagation, bind-mounting it onto itself and
+// marking it rshared when it is not, as the kubelet does with its root directory at start: a container
+// mounting a volume with Bidirectional propagation (a CSI driver publishing into pods' directories)
+// needs its source on a shared mount.
+func MakeRShared(path string) error {
+	shared, err := onSharedMount(path, "/proc/self/mountinfo")
+	if err != nil || shared {
+		return err
+	}
+	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mount %s onto itself: %w", path, err)
+	}
+	if err := unix.Mount("", path, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make %s rshared: %w", path, err)
+	}
+	return nil
+}
+
+// onSharedMount says whether the mount holding path (the last one in mountinfo whose mount point
+// contains it) has shared propagation.
+func onSharedMount(path, mountInfoPath string) (bool, error) {
+	infos, err := mount.ParseMountInfo(mountInfoPath)
+	if err != nil {
+		return false, err
+	}
+	for i := len(infos) - 1; i >= 0; i-- {
+		if !mount.PathWithinBase(path, infos[i].MountPoint) {
+			continue
+		}
+		for _, opt := range infos[i].OptionalFields {
+			if strings.HasPrefix(opt, "shared:") {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("cannot find mount point for %q", path)
+}
