@@ -100,7 +100,7 @@ func (m *Manager) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csiVolu
 	req := &csipb.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging,
 		TargetPath: p.publish, VolumeCapability: v.blockCapability(caps), Readonly: v.readOnly, Secrets: secrets, VolumeContext: attrs}
 	if err := client.NodePublishVolume(ctx, req); err != nil {
-		return fmt.Errorf("MapVolume.SetUpDevice failed for volume %q : rpc error: %w", v.specName, err)
+		return &opError{op: "MapVolume.SetUpDevice", volume: v.specName, err: err}
 	}
 	return m.mapBlock(p.publish, p.globalMap, p.podLink)
 }
@@ -117,7 +117,7 @@ func (m *Manager) stageBlock(ctx context.Context, client CSINodeClient, caps map
 	req := &csipb.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging,
 		VolumeCapability: v.blockCapability(caps), Secrets: secrets, VolumeContext: v.attributes}
 	if err := client.NodeStageVolume(ctx, req); err != nil {
-		return fmt.Errorf("MapVolume.SetUpDevice failed for volume %q : rpc error: %w", v.specName, err)
+		return &opError{op: "MapVolume.SetUpDevice", volume: v.specName, err: err}
 	}
 	m.staged.add(staging)
 	return nil
@@ -265,7 +265,7 @@ func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName 
 	driver, handle := data["driverName"], data["volumeHandle"]
 	client, err := m.csiClient(driver)
 	if err != nil {
-		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q: %w", specName, err)
+		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", specName, err)
 	}
 	defer m.stagingLocks.lock(p.staging)()
 	if err := os.Remove(p.podLink); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -283,7 +283,7 @@ func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName 
 	}
 	if _, err := os.Lstat(p.publish); err == nil {
 		if err := client.NodeUnpublishVolume(ctx, handle, p.publish); err != nil {
-			return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q: rpc error: %w", specName, err)
+			return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", specName, err)
 		}
 	}
 	if others, _ := os.ReadDir(p.publishDir); len(others) > 0 {
@@ -299,7 +299,7 @@ func (m *Manager) unstageBlock(ctx context.Context, client CSINodeClient, handle
 	}
 	if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
 		if err := client.NodeUnstageVolume(ctx, handle, p.staging); err != nil {
-			return fmt.Errorf("UnmapDevice failed for volume %s: rpc error: %w", handle, err)
+			return fmt.Errorf("UnmapDevice failed for volume %s : %w", handle, err)
 		}
 	}
 	m.staged.remove(p.staging)

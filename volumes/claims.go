@@ -167,7 +167,10 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		}
 	}
 	if err := m.setUpPersistent(ctx, pod, cv, pv); err != nil {
-		return err
+		if errors.Is(err, errWaiting) {
+			return err
+		}
+		return &VolumeError{Volume: cv.pv.Name, Err: err} // the kubelet names a claim's volume by its PersistentVolume
 	}
 	pv.claims[vol.Name] = cv
 	return nil

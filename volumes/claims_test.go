@@ -193,7 +193,7 @@ func TestLocalVolumeThatIsAFileIsRefused(t *testing.T) {
 	}
 	env.objects.bindClaim("ns", "data", "local-pv", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: file}})
 	errs := env.m.SetUp(context.Background(), mountingPod(claimVolume("data", "data", false)))
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `MountVolume.SetUp failed for volume "data" : only directory and block device are supported`) {
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `MountVolume.SetUp failed for volume "local-pv" : only directory and block device are supported`) {
 		t.Errorf("errors = %v", errs)
 	}
 }

@@ -405,7 +405,7 @@ func (m *Manager) stageCSI(ctx context.Context, client CSINodeClient, caps map[c
 	req := &csipb.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging,
 		VolumeCapability: v.capability(caps, pod), Secrets: secrets, VolumeContext: v.attributes}
 	if err := client.NodeStageVolume(ctx, req); err != nil {
-		return "", fmt.Errorf("MountVolume.MountDevice failed for volume %q : rpc error: %w", v.specName, err)
+		return "", &opError{op: "MountVolume.MountDevice", volume: v.specName, err: err}
 	}
 	m.staged.add(staging)
 	return staging, nil
@@ -448,7 +448,7 @@ func (m *Manager) publishCSI(ctx context.Context, client CSINodeClient, caps map
 		TargetPath: target, VolumeCapability: v.capability(caps, pod), Readonly: v.readOnly, Secrets: secrets,
 		VolumeContext: attrs}
 	if err := client.NodePublishVolume(ctx, req); err != nil {
-		return fmt.Errorf("rpc error: %w", err)
+		return err
 	}
 	return nil
 }

@@ -41,12 +41,12 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, uid types.UID, dir stri
 	driver, handle := data["driverName"], data["volumeHandle"]
 	client, err := m.csiClient(driver)
 	if err != nil {
-		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %w", data["specVolID"], err)
+		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q : %w", data["specVolID"], err)
 	}
 	target := filepath.Join(dir, csiMountDir)
 	if _, err := os.Lstat(target); err == nil {
 		if err := client.NodeUnpublishVolume(ctx, handle, target); err != nil {
-			return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: rpc error: %w", data["specVolID"], err)
+			return fmt.Errorf("UnmountVolume.TearDown failed for volume %q : %w", data["specVolID"], err)
 		}
 	}
 	if err := removeVolumeDir(m.mounter(), target); err != nil {
@@ -79,7 +79,7 @@ func (m *Manager) unstageIfUnused(ctx context.Context, uid types.UID, client CSI
 	}
 	if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
 		if err := client.NodeUnstageVolume(ctx, handle, staging); err != nil {
-			return fmt.Errorf("UnmountDevice failed for volume %s: rpc error: %w", handle, err)
+			return fmt.Errorf("UnmountDevice failed for volume %s : %w", handle, err)
 		}
 	}
 	m.staged.remove(staging)

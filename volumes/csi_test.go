@@ -37,6 +37,8 @@ type fakeCSI struct {
 	calls      []string
 	stageReqs  []*csipb.NodeStageVolumeRequest
 	expandErr  error
+	stageErr   error
+	publishErr error
 	pubReqs    []*csipb.NodePublishVolumeRequest
 }
 
@@ -60,6 +62,9 @@ func (f *fakeCSI) record(call string) {
 func (f *fakeCSI) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequest) error {
 	f.record("stage " + req.VolumeId + " " + req.StagingTargetPath)
 	f.stageReqs = append(f.stageReqs, req)
+	if f.stageErr != nil {
+		return f.stageErr
+	}
 	f.mounter.mu.Lock()
 	defer f.mounter.mu.Unlock()
 	f.mounter.mounted[req.StagingTargetPath] = "csi-stage " + req.VolumeId
@@ -77,6 +82,9 @@ func (f *fakeCSI) NodeUnstageVolume(_ context.Context, id, staging string) error
 func (f *fakeCSI) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolumeRequest) error {
 	f.record("publish " + req.VolumeId + " " + req.TargetPath)
 	f.pubReqs = append(f.pubReqs, req)
+	if f.publishErr != nil {
+		return f.publishErr
+	}
 	if req.VolumeCapability.GetBlock() != nil {
 		if err := os.WriteFile(req.TargetPath, nil, 0o600); err != nil {
 			return err
@@ -431,7 +439,7 @@ func TestCSIDriverNotRegisteredSays(t *testing.T) {
 	env.csi.registered = false
 	env.bindCSIClaim("vol-1")
 	errs := env.m.SetUp(context.Background(), csiPod("uid-1"))
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `MountVolume.SetUp failed for volume "data" : driver name hostpath.csi.k8s.io not found in the list of registered CSI drivers`) {
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `MountVolume.SetUp failed for volume "pv-vol-1" : driver name hostpath.csi.k8s.io not found in the list of registered CSI drivers`) {
 		t.Errorf("errors %v", errs)
 	}
 }
@@ -658,5 +666,22 @@ func TestCSIBlockVolumeIsMappedAsTheKubeletMapsIt(t *testing.T) {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("%s left (%v)", p, err)
 		}
+	}
+}
+
+// A driver's failure reads as the kubelet's event: the operation, the volume, the driver's gRPC status.
+func TestCSIFailuresReadAsTheKubeletsEvents(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.bindCSIClaim("vol-1")
+	env.csi.stageErr = grpcstatus.Error(codes.Internal, "no space")
+	errs := env.m.SetUp(context.Background(), csiPod("uid-1"))
+	if want := `MountVolume.MountDevice failed for volume "pv-vol-1" : rpc error: code = Internal desc = no space`; len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("stage failure %v, want %q", errs, want)
+	}
+	env.csi.stageErr = nil
+	env.csi.publishErr = grpcstatus.Error(codes.NotFound, "gone")
+	errs = env.m.SetUp(context.Background(), csiPod("uid-1"))
+	if want := `MountVolume.SetUp failed for volume "pv-vol-1" : rpc error: code = NotFound desc = gone`; len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("publish failure %v, want %q", errs, want)
 	}
 }

@@ -57,10 +57,25 @@ type VolumeError struct {
 	Err    error
 }
 
-// Error is the kubelet's message: MountVolume.SetUp failed for volume "<name>" : <cause>.
+// Error is the kubelet's message: MountVolume.SetUp failed for volume "<name>" : <cause>, or the message of
+// the operation that failed before SetUp (MountVolume.MountDevice, MapVolume.SetUpDevice).
 func (e *VolumeError) Error() string {
+	if op, ok := errors.AsType[*opError](e.Err); ok {
+		return op.Error()
+	}
 	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
 }
+
+// opError is a failed volume operation other than SetUp, in the kubelet's words:
+// "<operation> failed for volume "<name>" : <cause>".
+type opError struct {
+	op, volume string
+	err        error
+}
+
+func (e *opError) Error() string { return fmt.Sprintf("%s failed for volume %q : %v", e.op, e.volume, e.err) }
+
+func (e *opError) Unwrap() error { return e.err }
 
 // Unwrap returns the cause.
 func (e *VolumeError) Unwrap() error { return e.Err }
@@ -69,6 +84,9 @@ func (e *VolumeError) Unwrap() error { return e.Err }
 func volumeError(name string, err error) error {
 	if ce, ok := errors.AsType[*ClaimError](err); ok {
 		return ce
+	}
+	if ve, ok := errors.AsType[*VolumeError](err); ok {
+		return ve // named already (a claim's volume by its PersistentVolume, as the kubelet names it)
 	}
 	return &VolumeError{Volume: name, Err: err}
 }
