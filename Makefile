@@ -48,6 +48,15 @@ e2e-systemd: build ## The systemd cgroup driver: its test against a real systemd
 	bash hack/systemd.sh run env NODELET_SYSTEMD_SOCKET=/run/systemd/private bin/podcgroups.test -test.run 'Systemd' -test.v
 	CGROUP_DRIVER=systemd NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh -ginkgo.focus='cgroup|pids'
 
+.PHONY: e2e-storage
+e2e-storage: build ## Persistent storage on the storage bed (containerd 2.x, the CSI hostpath driver and kind's local-path provisioner from upstream's manifests, /var/lib/kubelet as the agent's root): the e2e specs labelled storage-bed (AGENT=kubelet: the real kubelet).
+	bash hack/build-testbins.sh containerd2
+	bash hack/build-testbins.sh csi
+	BED_DIR=$(STORAGE_BED_DIR) bash hack/bed.sh clean >/dev/null 2>&1 || true
+	BED_DIR=$(STORAGE_BED_DIR) CONTAINERD=2 AGENT_ROOT=/var/lib/kubelet E2E_LABELS=storage-bed NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh
+
+STORAGE_BED_DIR ?= /var/lib/nodelet-bed-storage
+
 .PHONY: conformance
 conformance: ## Upstream e2e [NodeConformance] specs on a bed of their own (AGENT=kubelet: the real kubelet; FOCUS=, SKIP=, PROCS=).
 	bash hack/conformance.sh
@@ -58,6 +67,14 @@ CONFORMANCE_CI_FOCUS := \[NodeConformance\].*\[Conformance\]|\[Conformance\].*\[
 .PHONY: conformance-ci
 conformance-ci: build ## The conformance subset CI runs: [Conformance] specs of [NodeConformance] with nodelet.
 	FOCUS='$(CONFORMANCE_CI_FOCUS)' NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh
+
+.PHONY: conformance-storage
+conformance-storage: build ## Upstream e2e [sig-storage] specs that need no cloud (in-tree local/hostPath/emptydir drivers, PersistentVolumes-local, CSI hostpath and mock) on the systemd bed (AGENT=kubelet, CSI=0: in-tree only, SERIAL=1: the [Serial] ones).
+	SUITE=storage NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh
+
+.PHONY: conformance-storage-serial
+conformance-storage-serial: build ## The [Serial] specs of conformance-storage, one at a time.
+	SUITE=storage SERIAL=1 NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh
 
 .PHONY: testbins
 testbins: ## Build (once) the test bed binaries from the Go module proxy.
