@@ -73,7 +73,9 @@ type opError struct {
 	err        error
 }
 
-func (e *opError) Error() string { return fmt.Sprintf("%s failed for volume %q : %v", e.op, e.volume, e.err) }
+func (e *opError) Error() string {
+	return fmt.Sprintf("%s failed for volume %q : %v", e.op, e.volume, e.err)
+}
 
 func (e *opError) Unwrap() error { return e.err }
 
