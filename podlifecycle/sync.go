@@ -85,7 +85,9 @@ func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *core
 	// Volumes are set up before the first container and refreshed on every sync after (ConfigMap,
 	// Secret and downward API changes reach running pods within a sync period).
 	if !r.setUpVolumes(ctx, w, pod) && len(start) > 0 {
-		res.requeueAfter(2 * time.Second) // containers start once every volume is ready
+		// Containers start once every volume is ready; a volume waiting to be attached is looked at again
+		// soon (the kubelet polls every 300 ms while it waits).
+		res.requeueAfter(500 * time.Millisecond)
 		return st, nil
 	}
 	if len(start) == 0 {
