@@ -80,6 +80,23 @@ teardown() {
   exit "$rc"
 }
 
+# data_pod NODE: the pod on the csi-hostpath claim "data"; it writes its note once.
+data_pod() {
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: data}
+spec:
+  nodeName: $1
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, "[ -f /data/note ] || echo written-under-the-kubelet > /data/note; sleep 3600"]
+    volumeMounts: [{name: data, mountPath: /data}]
+YAML
+}
+
 # start_pods: under the kubelet, a static pod, a pod with two containers and a readiness probe, and one that
 # crashes once (restart count 1) with an emptyDir volume; waits until they are settled.
 start_pods() {
@@ -124,19 +141,8 @@ spec:
   storageClassName: csi-hostpath-sc
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 16Mi}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: data}
-spec:
-  nodeName: $node
-  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  containers:
-  - name: main
-    image: busybox
-    command: [sh, -c, "[ -f /data/note ] || echo written-under-the-kubelet > /data/note; sleep 3600"]
-    volumeMounts: [{name: data, mountPath: /data}]
 YAML
+  data_pod "$node" | K apply -n handover -f -
   log "waiting for the pods to run and the crashing one to restart once under the kubelet"
   local start=$SECONDS
   until K get pod -n handover crash -o jsonpath='{.status.containerStatuses[0].restartCount}' | grep -q '^[1-9]' &&
@@ -275,19 +281,7 @@ csi_under_nodelet() {
   else
     log "RESULT the csi-hostpath pod deleted under nodelet: FAILED, left:$left"; FAILED=1
   fi
-  K apply -n handover -f - <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: data}
-spec:
-  nodeName: $node
-  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  containers:
-  - name: main
-    image: busybox
-    command: [sh, -c, "[ -f /data/note ] || echo written-under-the-kubelet > /data/note; sleep 3600"]
-    volumeMounts: [{name: data, mountPath: /data}]
-YAML
+  data_pod "$node" | K apply -n handover -f -
   if K wait -n handover pod/data --for=condition=Ready --timeout=120s >/dev/null &&
     [ "$(K exec -n handover data -- cat /data/note)" = written-under-the-kubelet ]; then
     log "RESULT a new pod on the same claim under nodelet: Running with the data"
