@@ -1,118 +1,87 @@
 // Command conformance-report summarises a ginkgo JSON report of the upstream e2e suite: one line
 // "N passed, M failed, K skipped" and the failed specs with the first line of their failure, most useful first.
 // It exits 1 when a spec failed (or the report holds no spec at all), so `make conformance` fails with it.
+// -groups writes, per group of specs (the top container, with its [Driver: ...] for the storage test suites), how
+// many passed, failed and were skipped and how long they ran.
 //
-//	conformance-report [-list-passed FILE] REPORT.json
+// With -compare it compares the passed specs of two runs (each a passed-spec list or a JSON report): it prints the
+// specs the first run passed and the second did not, and the reverse, and exits 1 when they differ.
+//
+//	conformance-report [-list-passed FILE] [-groups FILE] REPORT.json
+//	conformance-report -compare RUN-A RUN-B
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
-
-	"github.com/onsi/ginkgo/v2/types"
 )
 
 func main() {
 	passedOut := flag.String("list-passed", "", "write the names of the passed specs to this file, one a line")
+	groupsOut := flag.String("groups", "", "write passed, failed and skipped specs and their run time per group to this file")
+	compare := flag.Bool("compare", false, "compare the passed specs of two runs (passed-spec lists or JSON reports)")
 	flag.Parse()
+	if *compare {
+		os.Exit(runCompare(os.Stdout, flag.Args()))
+	}
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: conformance-report [-list-passed FILE] REPORT.json")
+		fmt.Fprintln(os.Stderr, "usage: conformance-report [-list-passed FILE] [-groups FILE] REPORT.json | -compare RUN-A RUN-B")
 		os.Exit(2)
 	}
-	s, err := load(flag.Arg(0))
+	os.Exit(runSummary(flag.Arg(0), *passedOut, *groupsOut))
+}
+
+func runSummary(report, passedOut, groupsOut string) int {
+	s, err := load(report)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance-report: %v\n", err)
-		os.Exit(2)
+		return 2
 	}
 	s.print(os.Stdout)
-	if *passedOut != "" {
-		if err := os.WriteFile(*passedOut, []byte(strings.Join(s.passed, "\n")+"\n"), 0o644); err != nil {
-			fmt.Fprintf(os.Stderr, "conformance-report: %v\n", err)
-			os.Exit(2)
-		}
+	if err := writeTo(passedOut, strings.Join(s.passed, "\n")+"\n"); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance-report: %v\n", err)
+		return 2
+	}
+	if err := writeTo(groupsOut, s.groups.String()); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance-report: %v\n", err)
+		return 2
 	}
 	if len(s.failed) > 0 || len(s.passed) == 0 {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
-// summary is what a run of the suite did with each spec (It nodes only; suite set-up nodes that failed count
-// as failures, since then no spec could run).
-type summary struct {
-	passed  []string
-	failed  []failure
-	skipped int
-}
-
-type failure struct {
-	name, state, message string
-}
-
-func load(path string) (*summary, error) {
-	b, err := os.ReadFile(path)
+func runCompare(w io.Writer, args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: conformance-report -compare RUN-A RUN-B")
+		return 2
+	}
+	a, err := loadPassed(args[0])
 	if err != nil {
-		return nil, err
+		fmt.Fprintf(os.Stderr, "conformance-report: %v\n", err)
+		return 2
 	}
-	var reports []types.Report
-	if err := json.Unmarshal(b, &reports); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
+	b, err := loadPassed(args[1])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance-report: %v\n", err)
+		return 2
 	}
-	if len(reports) == 0 {
-		return nil, errors.New("the report holds no suite")
+	d := comparePassed(a, b)
+	d.print(w, runName(args[0]), runName(args[1]))
+	if len(d.onlyA) > 0 || len(d.onlyB) > 0 {
+		return 1
 	}
-	s := &summary{}
-	for _, r := range reports {
-		for _, sp := range r.SpecReports {
-			s.add(sp)
-		}
-	}
-	sort.Strings(s.passed)
-	sort.Slice(s.failed, func(i, j int) bool { return s.failed[i].name < s.failed[j].name })
-	return s, nil
+	return 0
 }
 
-func (s *summary) add(sp types.SpecReport) {
-	name := sp.FullText()
-	if sp.LeafNodeType != types.NodeTypeIt {
-		if sp.State.Is(types.SpecStateFailureStates) {
-			s.failed = append(s.failed, failure{name: sp.LeafNodeType.String() + " " + name, state: sp.State.String(),
-				message: firstLine(sp.Failure.Message)})
-		}
-		return
+// writeTo writes text to path, when a path is given.
+func writeTo(path, text string) error {
+	if path == "" {
+		return nil
 	}
-	switch {
-	case sp.State == types.SpecStatePassed:
-		s.passed = append(s.passed, name)
-	case sp.State.Is(types.SpecStateFailureStates):
-		s.failed = append(s.failed, failure{name: name, state: sp.State.String(), message: firstLine(sp.Failure.Message)})
-	case sp.State == types.SpecStateSkipped && sp.Failure.Message != "":
-		s.skipped++ // skipped at run time (e2eskipper); specs left out by focus/skip are not counted
-	}
-}
-
-func firstLine(msg string) string {
-	msg = strings.TrimSpace(msg)
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	if len(msg) > 300 {
-		msg = msg[:300] + "…"
-	}
-	return msg
-}
-
-func (s *summary) print(w io.Writer) {
-	if len(s.failed) > 0 {
-		fmt.Fprintln(w, "Failed specs:")
-		for _, f := range s.failed {
-			fmt.Fprintf(w, "  [%s] %s\n      %s\n", f.state, f.name, f.message)
-		}
-	}
-	fmt.Fprintf(w, "conformance: %d passed, %d failed, %d skipped\n", len(s.passed), len(s.failed), s.skipped)
+	return os.WriteFile(path, []byte(text), 0o644)
 }
