@@ -1,37 +1,99 @@
 #!/usr/bin/env bash
-# Upstream conformance: runs the Kubernetes project's own e2e [NodeConformance] specs (e2e.test of KUBE_VERSION,
-# built from the Go module proxy) against a bed of its own whose node agent is nodelet, or with AGENT=kubelet the
-# real kubelet of the same version on the same bed, for comparison. Builds what it needs first (e2e.test, ginkgo,
-# the e2e test images' binaries; the kubelet when asked), serves the upstream test images from the bed's registry
-# under their registry.k8s.io names, and tears the bed down afterwards (KEEP_BED=1 keeps it).
+# Upstream conformance: runs the Kubernetes project's own e2e specs (e2e.test of KUBE_VERSION, built from the Go
+# module proxy) against a bed of its own whose node agent is nodelet, or with AGENT=kubelet the real kubelet of the
+# same version on the same bed, for comparison. Builds what it needs first (e2e.test, ginkgo, the e2e test images'
+# binaries, the storage images for SUITE=storage; the kubelet when asked), serves the upstream test images from the
+# bed's registry under their registry.k8s.io names, and tears the bed down afterwards (KEEP_BED=1 keeps it).
 #
-# Settings: FOCUS, SKIP (ginkgo regular expressions), PROCS (parallel ginkgo processes, default 4), AGENT
-# (nodelet|kubelet), CONTAINERD (1|2), SPEC_TIMEOUT (ginkgo --timeout, default 2h), BED_DIR (default /var/lib/nodelet-bed-conformance).
+# Suites (SUITE):
+#   node     [NodeConformance] (the default).
+#   storage  [sig-storage] specs that need no cloud: the in-tree hostPath, hostPathSymlink, emptydir and local
+#            drivers, PersistentVolumes-local, and the CSI hostpath driver and CSI mock (CSI=0 leaves those two
+#            out). It runs on a bed whose cgroup driver is systemd (hack/systemd.sh: PID 1 of the bed is systemd,
+#            whose mount namespace the specs' hostPID pods enter with nsenter) and whose agent root is
+#            /var/lib/kubelet (the upstream CSI manifests hard-code it); the root starts empty.
+# Both skip [Serial], [Disruptive], [Flaky] and [Slow], and storage also Feature: specs. SERIAL=1 runs the suite's
+# [Serial] specs instead, one at a time.
+#
+# Settings: SUITE, SERIAL, CSI, FOCUS, SKIP (ginkgo regular expressions; they replace the suite's), PROCS
+# (parallel ginkgo processes, default 4, 1 with SERIAL=1), AGENT (nodelet|kubelet), CONTAINERD (1|2), SPEC_TIMEOUT
+# (ginkgo --timeout, default 2h), BED_DIR (default /var/lib/nodelet-bed-conformance, -storage for storage).
 # Prints one line "conformance: N passed, M failed, K skipped" and the failed specs; the reports (ginkgo JSON and
-# JUnit, the passed-spec list) and every component's log stay under $BED_DIR/logs/conformance-<agent>-<time>/.
+# JUnit, the passed-spec list, passed and failed specs per group) and every component's log stay under
+# $BED_DIR/logs/conformance-<suite>-<agent>-<time>/ (conformance-<agent>-... for the node suite).
 # Exits non-zero when a spec failed.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-conformance} BIN_CACHE AGENT=${AGENT:-nodelet}
-FOCUS=${FOCUS:-'\[NodeConformance\]'}
-SKIP=${SKIP:-'\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'}
-PROCS=${PROCS:-4}
-SPEC_TIMEOUT=${SPEC_TIMEOUT:-2h}
+SUITE=${SUITE:-node}
+SERIAL=${SERIAL:-0}
+CSI=${CSI:-1}
+# What every run skips; a SERIAL=1 run keeps the [Serial] specs.
+PARALLEL_SKIP='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
+SERIAL_SKIP='\[Disruptive\]|\[Flaky\]|\[Slow\]'
+STORAGE_IN_TREE='\[Driver: (local|hostPath|hostPathSymlink|emptydir)\]|PersistentVolumes-local'
+STORAGE_CSI='\[Driver: csi-hostpath\]|CSI Mock'
+
+# suite_focus: the specs of SUITE (before SERIAL).
+suite_focus() {
+  case $SUITE in
+    node) echo '\[NodeConformance\]' ;;
+    storage)
+      if [ "$CSI" = 1 ]; then echo "\[sig-storage\].*($STORAGE_IN_TREE|$STORAGE_CSI)"
+      else echo "\[sig-storage\].*($STORAGE_IN_TREE)"; fi ;;
+    *) die "SUITE=$SUITE: want node or storage" ;;
+  esac
+}
+
+# suite_skip: what the suite leaves out.
+suite_skip() {
+  local skip=$PARALLEL_SKIP
+  [ "$SERIAL" = 1 ] && skip=$SERIAL_SKIP
+  [ "$SUITE" = storage ] && skip+='|Feature:'
+  echo "$skip"
+}
+
+# serial_focus FOCUS: FOCUS's specs that are [Serial] (the tag comes before or after what FOCUS names).
+serial_focus() {
+  echo "(?:$1).*\[Serial\]|\[Serial\].*(?:$1)"
+}
+
+configure() {
+  local focus
+  focus=$(suite_focus)
+  [ "$SERIAL" = 1 ] && focus=$(serial_focus "$focus")
+  FOCUS=${FOCUS:-$focus}
+  SKIP=${SKIP:-$(suite_skip)}
+  if [ "$SERIAL" = 1 ]; then PROCS=${PROCS:-1}; else PROCS=${PROCS:-4}; fi
+  SPEC_TIMEOUT=${SPEC_TIMEOUT:-2h}
+  export AGENT=${AGENT:-nodelet} BIN_CACHE
+  if [ "$SUITE" = storage ]; then
+    export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-conformance-storage} CGROUP_DRIVER=systemd AGENT_ROOT=/var/lib/kubelet
+  else
+    export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-conformance}
+  fi
+}
+
 bed="$here/bed.sh"
 
 build() {
   bash "$here/install-deps.sh"
   bash "$here/build-testbins.sh" all
   bash "$here/build-testbins.sh" e2e
+  # The CSI hostpath driver, its sidecars and the mock's images (the registry serves them once built).
+  if [ "$SUITE" = storage ] && [ "$CSI" = 1 ]; then bash "$here/build-testbins.sh" csi; fi
   case $AGENT in
     kubelet) bash "$here/build-testbins.sh" kubelet ;;
     nodelet)
       # NODELET_BIN names a binary to test as it is; without it, bin/nodelet is built from this tree.
       if [ -n "${NODELET_BIN:-}" ]; then
         [ -x "$NODELET_BIN" ] || die "NODELET_BIN=$NODELET_BIN is not an executable"
+        # The systemd bed runs in a mount namespace of its own whose /tmp and /run are not the host's.
+        if [ "${CGROUP_DRIVER:-}" = systemd ] && [[ "$(realpath "$NODELET_BIN")" == /tmp/* || "$(realpath "$NODELET_BIN")" == /run/* ]]; then
+          die "NODELET_BIN=$NODELET_BIN: the systemd bed has its own /tmp and /run; put the binary elsewhere"
+        fi
       else
         export NODELET_BIN=$REPO_ROOT/bin/nodelet
         (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$NODELET_BIN" .) || die "go build of nodelet failed"
@@ -52,25 +114,82 @@ teardown() {
   exit "$rc"
 }
 
+# empty_agent_root: an AGENT_ROOT outside the bed starts empty, as the image store does: what an earlier bed left
+# there (pod folders, plugin registrations, the CPU and memory managers' state of the other agent) would be this
+# run's input. Run after bed.sh down, which unmounts what it left mounted; a mount still there is an error.
+empty_agent_root() {
+  [ -n "${AGENT_ROOT:-}" ] && [ -d "$AGENT_ROOT" ] || return 0
+  if awk -v d="$AGENT_ROOT" '$2 == d || index($2, d "/") == 1 { found = 1 } END { exit !found }' /proc/mounts; then
+    die "something is still mounted under $AGENT_ROOT (grep $AGENT_ROOT /proc/mounts): unmount it first"
+  fi
+  find "$AGENT_ROOT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+}
+
+# check_host_mounts: the storage specs set volumes up from a hostPID pod with the host's / at /rootfs, entering the
+# mount namespace of the node's PID 1 (test/e2e/storage/utils/host_exec.go); on a host where that namespace cannot be
+# opened every local volume spec would fail. The same pod here, once, before the suite: PID 1 must answer.
+check_host_mounts() {
+  local kubectl=("$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig") phase="" i out
+  "${kubectl[@]}" apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: conformance-host-mounts, namespace: default}
+spec:
+  hostPID: true
+  hostNetwork: true
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+  - name: nsenter
+    image: registry.k8s.io/e2e-test-images/agnhost:2.66.1
+    command: [nsenter, --mount=/rootfs/proc/1/ns/mnt, --, sh, -c, 'cat /proc/1/comm']
+    securityContext: {privileged: true}
+    volumeMounts: [{name: rootfs, mountPath: /rootfs}]
+  volumes: [{name: rootfs, hostPath: {path: /}}]
+YAML
+  for i in $(seq 1 120); do
+    phase=$("${kubectl[@]}" -n default get pod conformance-host-mounts -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    [ "$phase" = Succeeded ] || [ "$phase" = Failed ] && break
+    sleep 1
+  done
+  out=$("${kubectl[@]}" -n default logs conformance-host-mounts 2>&1 || true)
+  "${kubectl[@]}" -n default delete pod conformance-host-mounts --wait=false >/dev/null 2>&1 || true
+  [ "$phase" = Succeeded ] ||
+    die "a hostPID pod cannot enter the mount namespace of the node's PID 1 (pod $phase after ${i}s: $out)"
+  log "a hostPID pod enters the mount namespace of the node's PID 1 ($out)"
+}
+
+# out_dir: this run's report folder under the bed's logs.
+out_dir() {
+  local name=conformance
+  [ "$SUITE" = node ] || name+=-$SUITE
+  [ "$SERIAL" = 1 ] && name+=-serial
+  echo "$BED_DIR/logs/$name-$AGENT-containerd${CONTAINERD:-1}-$(date +%Y%m%d-%H%M%S)"
+}
+
 main() {
+  configure
   build
   # A bed left running by an earlier run (KEEP_BED=1) may run another agent: start from a stopped one.
   bash "$bed" down >/dev/null 2>&1 || true
   # Images pulled by an earlier run may be older builds of the test images under the same tags: start the
   # runtime with an empty store, so every image comes from this run's registry.
   rm -rf "${BED_DIR:?}/containerd/root"
+  empty_agent_root
   trap teardown EXIT
   bash "$bed" up
-  local out rc=0
-  out="$BED_DIR/logs/conformance-$AGENT-containerd${CONTAINERD:-1}-$(date +%Y%m%d-%H%M%S)"
+  [ "$SUITE" != storage ] || check_host_mounts
+  local out rc=0 t0=$SECONDS
+  out=$(out_dir)
   mkdir -p "$out"
-  log "running upstream e2e ($KUBE_VERSION) with $AGENT on containerd ${CONTAINERD:-1}: focus '$FOCUS', skip '$SKIP', $PROCS processes; reports in $out"
+  log "running upstream e2e ($KUBE_VERSION, suite $SUITE$([ "$SERIAL" = 1 ] && echo ' [Serial]')) with $AGENT on containerd ${CONTAINERD:-1}, cgroup driver ${CGROUP_DRIVER:-cgroupfs}: focus '$FOCUS', skip '$SKIP', $PROCS processes; reports in $out"
   "$E2E_BIN_DIR/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --timeout="$SPEC_TIMEOUT" --no-color \
     --output-dir="$out" --json-report=report.json --junit-report=junit.xml --silence-skips \
     "$E2E_BIN_DIR/e2e.test" -- --kubeconfig="$BED_DIR/pki/admin.kubeconfig" --provider=skeleton \
     --kubectl-path="$KUBE_BIN_DIR/kubectl" --report-dir="$out" > "$out/ginkgo.log" 2>&1 || rc=$?
-  log "ginkgo exited $rc (log: $out/ginkgo.log)"
+  log "ginkgo exited $rc after $(((SECONDS - t0) / 60)) min (log: $out/ginkgo.log)"
   [ -s "$out/report.json" ] || { tail -n 50 "$out/ginkgo.log" >&2; die "no report written"; }
+  "$E2E_BIN_DIR/conformance-report" -groups "$out/groups.txt" "$out/report.json" >/dev/null || true
   "$E2E_BIN_DIR/conformance-report" -list-passed "$out/passed.txt" "$out/report.json"
 }
 
