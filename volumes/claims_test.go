@@ -261,3 +261,25 @@ func TestLocalVolumeOnABlockDeviceIsFormattedMountedAndBound(t *testing.T) {
 		t.Error("device still mounted after its last pod went")
 	}
 }
+
+// TestVolumeNoContainerUsesIsLeftAlone: as the kubelet, a volume in no container's volumeMounts or
+// volumeDevices is neither resolved nor mounted, and does not hold the pod back.
+func TestVolumeNoContainerUsesIsLeftAlone(t *testing.T) {
+	env := newTestEnv(t)
+	disk := t.TempDir()
+	env.objects.bindClaim("ns", "data", "local-pv", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: disk}})
+	pod := newPod(claimVolume("data", "data", false), corev1.Volume{Name: "scratch"})
+	pod.Spec.EphemeralContainers = nil
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if !env.m.Ready(pod.UID) {
+		t.Error("unused volumes hold the pod back")
+	}
+	if env.objects.claimReads != 0 || len(env.mounter.callsWith("")) != 0 {
+		t.Errorf("unused volumes set up: %d claim reads, mounts %v", env.objects.claimReads, env.mounter.callsWith(""))
+	}
+	if _, err := os.Stat(filepath.Join(env.m.RootDir, "pods/uid-1/volumes")); !os.IsNotExist(err) {
+		t.Errorf("volume directories made for unused volumes (%v)", err)
+	}
+}

@@ -621,6 +621,7 @@ func TestCSIBlockVolumeIsMappedAsTheKubeletMapsIt(t *testing.T) {
 	block := corev1.PersistentVolumeBlock
 	env.objects.pvs["pv-vol-1"].Spec.VolumeMode = &block
 	pod := newPod(claimVolume("data", "data", false))
+	pod.Spec.EphemeralContainers = nil
 	pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 	ctx := context.Background()
 	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {

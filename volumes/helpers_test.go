@@ -223,14 +223,21 @@ func newTestEnv(t *testing.T) *testEnv {
 }
 
 // newPod is a pod bound to node-1 with the given volumes and one container.
+// Its ephemeral container "uses" mounts every volume at /volumes/<name> (a volume no container uses is
+// not set up); as an ephemeral container it counts in no resource rule.
 func newPod(vols ...corev1.Volume) *corev1.Pod {
+	uses := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "uses"}}
+	for _, v := range vols {
+		uses.VolumeMounts = append(uses.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/volumes/" + v.Name})
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("uid-1")},
 		Spec: corev1.PodSpec{
-			NodeName:           "node-1",
-			ServiceAccountName: "app",
-			Volumes:            vols,
-			Containers:         []corev1.Container{{Name: "c"}},
+			NodeName:            "node-1",
+			ServiceAccountName:  "app",
+			Volumes:             vols,
+			Containers:          []corev1.Container{{Name: "c"}},
+			EphemeralContainers: []corev1.EphemeralContainer{uses},
 		},
 	}
 }

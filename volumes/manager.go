@@ -152,7 +152,8 @@ type podVolumes struct {
 	limited atomic.Bool
 }
 
-// SetUp makes every volume of the pod ready and current. It is idempotent and meant to be called on
+// SetUp makes every volume of the pod that a container uses (in volumeMounts or volumeDevices) ready and
+// current; a volume no container uses is left alone, as the kubelet leaves it. It is idempotent and meant to be called on
 // every sync of the pod: contents are re-written only when they changed, tokens refreshed when due.
 // It returns one error per volume that failed, having still set up the others: a *ClaimError for a
 // claim that cannot be used yet, a *VolumeError for any other failure.
@@ -164,6 +165,10 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
+		if mounted, devices := volumeUses(pod, vol.Name); !mounted && !devices {
+			pv.done[vol.Name] = true // no container uses it: the kubelet neither mounts nor maps it
+			continue
+		}
 		if err := m.setUpVolume(ctx, pod, vol, pv); errors.Is(err, errWaiting) {
 			logr.FromContextOrDiscard(ctx).V(2).Info("Volume waits", "volume", vol.Name, "reason", err.Error())
 			continue
