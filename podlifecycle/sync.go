@@ -221,12 +221,12 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	creds := func() pullCredentials { return r.pullCredentials(ctx, pod, c.Image) }
 	img := r.puller.Ensure(ctx, w.key.String(), pod, c, creds, sbCfg)
 	if img.waiting != nil {
-		r.setWaiting(w, c.Name, *img.waiting)
+		r.waitForImage(w, c.Name, *img.waiting)
 		return result{after: img.retryIn}, ""
 	}
 	volumeImages, waiting, retry := r.ensureImageVolumes(ctx, w, pod, c, sbCfg)
 	if waiting != nil {
-		r.setWaiting(w, c.Name, *waiting)
+		r.waitForImage(w, c.Name, *waiting)
 		return result{after: retry}, ""
 	}
 	if s.lastExit != nil {
@@ -255,6 +255,17 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 		r.runPostStart(w, pod, c, id)
 	}
 	return result{}, id
+}
+
+// waitForImage records why a container waits for its image. A pull under way is no reason of its own: the
+// container keeps the kubelet's default waiting reason (PodInitializing in a pod with init containers,
+// ContainerCreating otherwise), as the kubelet, which pulls within the sync, never shows another.
+func (r *Reconciler) waitForImage(w *podWorker, name string, waiting podstatus.Waiting) {
+	if waiting.Reason == "ContainerCreating" {
+		r.clearWaiting(w, name)
+		return
+	}
+	r.setWaiting(w, name, waiting)
 }
 
 // containerFailed records a failed container step the kubelet's way: a Failed event "Error: <reason>"
