@@ -71,6 +71,8 @@ configure() {
   export AGENT=${AGENT:-nodelet} BIN_CACHE
   if [ "$SUITE" = storage ]; then
     export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-conformance-storage} CGROUP_DRIVER=systemd AGENT_ROOT=/var/lib/kubelet
+    # The bed's systemd (hack/systemd.sh) of its own: a `systemd.sh run` or `down` elsewhere stops only its own.
+    export SYSTEMD_DIR=${SYSTEMD_DIR:-$BED_DIR/systemd}
   else
     export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-conformance}
   fi
