@@ -69,9 +69,10 @@ build_kube() {
 }
 
 # build_e2e: the upstream conformance suite and what it needs, into $E2E_BIN_DIR: e2e.test, ginkgo, and the
-# e2e test images' binaries built from their module packages: agnhost and nnp (the nonewprivs image).
+# e2e test images' binaries built from their module packages: agnhost and nnp (the nonewprivs image); and nginx.
 build_e2e() {
   local out="$E2E_BIN_DIR" b missing=()
+  fetch_nginx
   for b in e2e.test ginkgo agnhost nnp; do [ -x "$out/$b" ] || missing+=("$b"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   log "building ${missing[*]} (${KUBE_VERSION}) into $out"
@@ -92,6 +93,34 @@ build_e2e() {
     CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "$ld" -o "$out/agnhost.tmp" k8s.io/kubernetes/test/images/agnhost
     CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out/nnp.tmp" k8s.io/kubernetes/test/images/nonewprivs
     for b in e2e.test ginkgo agnhost nnp; do mv "$out/$b.tmp" "$out/$b"; done
+  )
+  rm -rf "$w"
+}
+
+# fetch_nginx: the nginx of this distribution (Debian's nginx package: the binary, and nginx-common's mime.types)
+# into $E2E_BIN_DIR, for the e2e nginx image. The packages come through apt with a private source list and state
+# folder, so the machine's apt configuration is not touched.
+fetch_nginx() {
+  local out="$E2E_BIN_DIR"
+  [ -x "$out/nginx" ] && [ -f "$out/nginx-mime.types" ] && return 0
+  local codename w
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  [ -n "$codename" ] || die "cannot tell this distribution's codename from /etc/os-release"
+  log "fetching nginx from Debian $codename into $out"
+  w=$(mktemp -d)
+  (
+    cd "$w"
+    mkdir -p lists/partial cache/archives/partial x
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $codename main" > sources.list
+    local o=(-o "Dir::Etc::sourcelist=$w/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$w/lists"
+      -o "Dir::Cache=$w/cache" -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root)
+    apt-get "${o[@]}" -qq update
+    apt-get "${o[@]}" -qq download nginx nginx-common
+    for d in nginx_*.deb nginx-common_*.deb; do dpkg-deb -x "$d" x; done
+    mkdir -p "$out"
+    cp x/etc/nginx/mime.types "$out/nginx-mime.types"
+    cp x/usr/sbin/nginx "$out/nginx.tmp"
+    mv "$out/nginx.tmp" "$out/nginx"
   )
   rm -rf "$w"
 }

@@ -22,7 +22,7 @@ func init() {
 	served["glibc-dns-testing"] = []string{"e2e-test-images/glibc-dns-testing:2.1.1"}
 }
 
-// addE2EImages builds agnhost, nonroot and nonewprivs on top of the busybox tree.
+// addE2EImages builds agnhost, nonroot, nonewprivs, glibc-dns-testing and nginx on top of the busybox tree.
 func addE2EImages(images map[string]*ociImage, root []entry, src sources) error {
 	agn, err := agnhostImage(root, src)
 	if err != nil {
@@ -50,6 +50,14 @@ func addE2EImages(images map[string]*ociImage, root []entry, src sources) error 
 	}
 	images["agnhost"], images["nonroot"], images["nonewprivs"] = agn, nonroot, nonewprivs
 	images["glibc-dns-testing"] = dns
+	// nginx comes from the distribution (build-testbins.sh e2e fetches it); a folder without it serves the rest.
+	if _, err := os.Stat(filepath.Join(src.e2eBin, "nginx")); err == nil {
+		nginx, err := nginxImage(root, src.e2eBin)
+		if err != nil {
+			return err
+		}
+		images["nginx"] = nginx
+	}
 	return nil
 }
 

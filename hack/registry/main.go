@@ -55,7 +55,7 @@ func main() {
 	var src sources
 	flag.StringVar(&src.busybox, "busybox", "/bin/busybox", "path of a static busybox binary")
 	flag.StringVar(&src.pause, "pause", "", "path of the static pause binary (hack/pause)")
-	flag.StringVar(&src.e2eBin, "e2e-bin", "", "folder holding agnhost and nnp: also serve the upstream e2e test images")
+	flag.StringVar(&src.e2eBin, "e2e-bin", "", "folder holding agnhost and nnp (and nginx with nginx-mime.types): also serve the upstream e2e test images")
 	flag.StringVar(&src.agnhostSrc, "agnhost-src", "", "agnhost's source folder (for porter's localhost.crt/key)")
 	flag.StringVar(&src.csiBin, "csi-bin", "", "folder of the CSI and local-path binaries: also serve the storage images")
 	quiet := flag.Bool("quiet", false, "do not log every request")
