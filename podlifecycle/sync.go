@@ -391,5 +391,7 @@ func (r *Reconciler) setUpVolumes(ctx context.Context, w *podWorker, pod *corev1
 		}
 	}
 	w.mountErrors = seen
-	return len(errs) == 0 || r.volumes.Ready(pod.UID)
+	// Ready once every volume was set up: a volume that waits (for its attach, say) reports no error and
+	// holds the containers as a failed one does; a refresh that fails later does not stop them.
+	return r.volumes.Ready(pod.UID)
 }
