@@ -18,7 +18,7 @@ type waitingVolumes struct {
 }
 
 func (v *waitingVolumes) SetUp(context.Context, *corev1.Pod) []error { return nil }
-func (v *waitingVolumes) Ready(types.UID) bool                      { return v.attached }
+func (v *waitingVolumes) Ready(types.UID) bool                       { return v.attached }
 func (v *waitingVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]string) ([]*runtimeapi.Mount, error) {
 	return nil, nil
 }
