@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,7 +75,7 @@ func podCgroups(cfg *config.Config, reg prometheus.Registerer, hugePageSizes []i
 	if kc.CgroupDriver == podrules.CgroupDriverSystemd {
 		units = &podcgroups.SystemdUnits{}
 	}
-	m, err := podcgroups.New(podcgroups.DefaultRoot, path.Join("/", kc.CgroupRoot, podrules.KubepodsCgroup),
+	m, err := podcgroups.New(podcgroups.DefaultRoot, podrules.KubepodsCgroupName(kc.CgroupRoot).ToCgroupfs(),
 		derefInt64(kc.PodPidsLimit, -1), true, kc.CgroupDriver, units)
 	if err != nil {
 		return nil, fmt.Errorf("pod cgroups: %w", err)

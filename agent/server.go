@@ -60,7 +60,7 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	kubepods := ""
 	if kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS {
 		// Its path in the cgroup driver's layout (/kubepods, or /kubepods.slice with systemd).
-		kubepods = podrules.ParseCgroupfs(kc.CgroupRoot).Child(podrules.KubepodsCgroup).Path(kc.CgroupDriver)
+		kubepods = podrules.KubepodsCgroupName(kc.CgroupRoot).Path(kc.CgroupDriver)
 	}
 	var processes func(types.UID) (uint64, bool)
 	if a.podCgroups != nil {

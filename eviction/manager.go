@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/podrules"
-	"github.com/nodelet/nodelet/runtime"
 )
 
 // The kubelet's timings.
@@ -157,7 +156,7 @@ func (m *Manager) Admit(pod *corev1.Pod) (ok bool, reason, msg string) {
 		return true, "", ""
 	}
 	if len(m.conditions) == 1 && m.conditions[0] == corev1.NodeMemoryPressure {
-		if runtime.GetPodQOS(pod) != corev1.PodQOSBestEffort {
+		if podrules.GetPodQOS(pod) != corev1.PodQOSBestEffort {
 			return true, "", ""
 		}
 		taint := &corev1.Taint{Key: corev1.TaintNodeMemoryPressure, Effect: corev1.TaintEffectNoSchedule}

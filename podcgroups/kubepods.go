@@ -69,8 +69,8 @@ func (m *Manager) Processes(uid types.UID) (uint64, bool) {
 	if m.Unified {
 		root = m.Root
 	}
-	for _, q := range qosDirs {
-		name := m.qosName(q).Child(podrules.PodCgroupChild(string(uid)))
+	for _, class := range podrules.QoSClasses {
+		name := podrules.PodCgroupName(m.kubepodsName(), class, uid)
 		b, err := os.ReadFile(filepath.Join(root, m.cgroupPath(name), "pids.current"))
 		if err != nil {
 			continue

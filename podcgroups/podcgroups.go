@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/podrules"
@@ -31,9 +32,6 @@ const (
 	subtreeControl   = "cgroup.subtree_control"
 	dirMode          = 0o755
 )
-
-// qosDirs are where pod cgroups live under kubepods: Guaranteed, Burstable and BestEffort pods.
-var qosDirs = []string{"", "burstable", "besteffort"}
 
 // Manager creates and removes pod cgroups on one cgroup filesystem.
 type Manager struct {
@@ -91,7 +89,7 @@ func IsUnified(root string) (bool, error) {
 	return st.Type == unix.CGROUP2_SUPER_MAGIC, nil
 }
 
-// Ensure makes the pod cgroup parent (its name written as a cgroupfs path, runtime.PodCgroupName's ToCgroupfs,
+// Ensure makes the pod cgroup parent (its name written as a cgroupfs path, podrules.PodCgroupName's ToCgroupfs,
 // whatever the driver) as the kubelet's pod container manager does before the sandbox runs: with Resources, cpu shares, the CFS quota and period and
 // the memory limit of res; with PidsLimit, pids.max. On cgroup v2 the controllers are enabled down to the
 // pod cgroup, as runc would, and the values are the v2 ones (cpu.weight, cpu.max, memory.max).
@@ -159,15 +157,16 @@ func (m *Manager) UpdateQoS(burstableMilliCPU int64) error {
 		}
 	}
 	for _, qos := range []struct {
-		name   string
+		class  corev1.PodQOSClass
 		shares int64
-	}{{"burstable", podrules.MilliCPUToShares(burstableMilliCPU)}, {"besteffort", podrules.MinShares}} {
+	}{{corev1.PodQOSBurstable, podrules.MilliCPUToShares(burstableMilliCPU)}, {corev1.PodQOSBestEffort, podrules.MinShares}} {
 		v := cgroupValue{cpuController, "cpu.shares", strconv.FormatInt(qos.shares, 10)}
 		if m.Unified {
 			v = cgroupValue{cpuController, "cpu.weight", strconv.FormatUint(sharesToWeight(qos.shares), 10)}
 		}
-		if err := m.write(path.Join("/", m.Kubepods, qos.name), append([]cgroupValue{v}, unbounded...)); err != nil {
-			return fmt.Errorf("QoS cgroup %s: %w", qos.name, err)
+		name := podrules.QoSCgroupName(m.kubepodsName(), qos.class)
+		if err := m.write(name.ToCgroupfs(), append([]cgroupValue{v}, unbounded...)); err != nil {
+			return fmt.Errorf("QoS cgroup for %s pods: %w", qos.class, err)
 		}
 	}
 	return nil
@@ -291,8 +290,8 @@ func (m *Manager) Remove(uid types.UID) error {
 	}
 	defer m.observe(opDestroy, time.Now())
 	var errs []error
-	for _, q := range qosDirs {
-		name := m.qosName(q).Child(podrules.PodCgroupChild(string(uid)))
+	for _, class := range podrules.QoSClasses {
+		name := podrules.PodCgroupName(m.kubepodsName(), class, uid)
 		if m.systemd() {
 			if err := m.stopSlice(context.Background(), name); err != nil {
 				errs = append(errs, err)
@@ -314,8 +313,8 @@ func (m *Manager) List() []types.UID {
 	seen := map[types.UID]bool{}
 	var out []types.UID
 	for _, h := range m.hierarchies() {
-		for _, q := range qosDirs {
-			entries, _ := os.ReadDir(filepath.Join(h, m.cgroupPath(m.qosName(q))))
+		for _, class := range podrules.QoSClasses {
+			entries, _ := os.ReadDir(filepath.Join(h, m.cgroupPath(podrules.QoSCgroupName(m.kubepodsName(), class))))
 			for _, e := range entries {
 				uid, ok := podrules.PodUIDFromCgroup(e.Name(), m.Driver)
 				if e.IsDir() && ok && validUID(uid) && !seen[types.UID(uid)] {
@@ -328,14 +327,8 @@ func (m *Manager) List() []types.UID {
 	return out
 }
 
-// qosName is the name of a QoS cgroup (qosDirs; "" is kubepods itself).
-func (m *Manager) qosName(qos string) podrules.CgroupName {
-	name := podrules.ParseCgroupfs(m.Kubepods)
-	if qos == "" {
-		return name
-	}
-	return name.Child(qos)
-}
+// kubepodsName is the name of the kubepods cgroup, the parent of the QoS and pod cgroups.
+func (m *Manager) kubepodsName() podrules.CgroupName { return podrules.ParseCgroupfs(m.Kubepods) }
 
 // hierarchies are the directories pod cgroups may be in: Root on v2; each mounted hierarchy on v1 (the
 // runtime makes the pod cgroup in all of them).

@@ -86,10 +86,7 @@ func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) 
 		return insufficient(corev1.ResourcePods, 1, int64(len(admitted)), q.Value())
 	}
 	want := podrules.PodRequests(pod, podrules.ResourceOptions{})
-	used := corev1.ResourceList{}
-	for _, p := range admitted {
-		addResources(used, podrules.PodRequests(p, podrules.ResourceOptions{}))
-	}
+	used := podrules.TotalRequests(admitted, podrules.ResourceOptions{})
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		capacity := alloc[name]
 		req := want[name]
@@ -119,12 +116,4 @@ func insufficient(name corev1.ResourceName, requested, used, capacity int64) adm
 	}[name]
 	return admissionResult{reason: reason, message: fmt.Sprintf(
 		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
-}
-
-func addResources(into, add corev1.ResourceList) {
-	for k, v := range add {
-		q := into[k]
-		q.Add(v)
-		into[k] = q
-	}
 }

@@ -27,7 +27,7 @@ func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *
 	if err := r.podCgroups.UpdateQoS(r.burstableMilliCPU()); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to update QoS cgroups while syncing pod")
 	}
-	if err := r.podCgroups.Ensure(parent, podrules.PodCgroupResources(pod, runtime.GetPodQOS(pod))); err != nil {
+	if err := r.podCgroups.Ensure(parent, podrules.PodCgroupResources(pod, podrules.GetPodQOS(pod))); err != nil {
 		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to ensure that the pod's cgroups exist and are correctly applied")
 		return false
@@ -40,7 +40,7 @@ func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *
 func (r *Reconciler) burstableMilliCPU() int64 {
 	var sum int64
 	for _, p := range r.admittedPods("") {
-		if runtime.GetPodQOS(p) == corev1.PodQOSBurstable {
+		if podrules.GetPodQOS(p) == corev1.PodQOSBurstable {
 			reqs := podrules.PodRequests(p, podrules.ResourceOptions{})
 			sum += reqs.Cpu().MilliValue()
 		}

@@ -3,6 +3,9 @@ package podrules
 import (
 	"path"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Cgroup drivers (KubeletConfiguration cgroupDriver).
@@ -93,7 +96,33 @@ func (n CgroupName) Path(driver string) string {
 	return n.ToCgroupfs()
 }
 
-// PodCgroupChild is the last component of a pod's cgroup name: "pod" + its UID.
+// KubepodsCgroupName is the kubepods cgroup below cgroupRoot (a cgroupfs path, "" or "/" for the root):
+// the cgroup every pod's cgroup is in.
+func KubepodsCgroupName(cgroupRoot string) CgroupName {
+	return ParseCgroupfs(cgroupRoot).Child(KubepodsCgroup)
+}
+
+// QoSClasses are the QoS classes, each with its cgroup below kubepods (QoSCgroupName).
+var QoSClasses = []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort}
+
+// QoSCgroupName is the cgroup of the pods of QoS class class, as the kubelet's QoS container manager names it:
+// kubepods/burstable, kubepods/besteffort, and kubepods itself for Guaranteed pods (and any other class).
+func QoSCgroupName(kubepods CgroupName, class corev1.PodQOSClass) CgroupName {
+	switch class {
+	case corev1.PodQOSBurstable, corev1.PodQOSBestEffort:
+		return kubepods.Child(strings.ToLower(string(class)))
+	}
+	return kubepods
+}
+
+// PodCgroupName is a pod's cgroup as the kubelet names it, from the pod's QoS class (GetPodQOS) and UID:
+// <kubepods>[/burstable|/besteffort]/pod<uid>. Its path with each driver is Path's (with systemd
+// /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with '_' for '-'>.slice).
+func PodCgroupName(kubepods CgroupName, class corev1.PodQOSClass, uid types.UID) CgroupName {
+	return QoSCgroupName(kubepods, class).Child(PodCgroupChild(string(uid)))
+}
+
+// PodCgroupChild is the last component of a pod's cgroup name (PodCgroupName): "pod" + its UID.
 func PodCgroupChild(uid string) string { return PodCgroupPrefix + uid }
 
 // PodUIDFromCgroup is the UID a pod cgroup's directory name (the last element of its path with driver)

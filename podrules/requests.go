@@ -26,6 +26,15 @@ func PodRequests(pod *corev1.Pod, opts ResourceOptions) corev1.ResourceList {
 	return reqs
 }
 
+// TotalRequests is what pods request of the node together: the sum of their PodRequests with opts.
+func TotalRequests(pods []*corev1.Pod, opts ResourceOptions) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, p := range pods {
+		addResources(total, PodRequests(p, opts))
+	}
+	return total
+}
+
 // PodLimits is the pod's limits by the same rule as PodRequests, with the pod-level limits standing in
 // for their resources when the pod sets any pod-level resource; the overhead is added only to limits
 // that are set and non-zero (an unset limit stays unlimited).

@@ -91,6 +91,26 @@ func TestIsCriticalPod(t *testing.T) {
 	}
 }
 
+func TestIsNodeCriticalPod(t *testing.T) {
+	pod := func(prio int32, class string, source string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ConfigSourceAnnotation: source}},
+			Spec: corev1.PodSpec{Priority: &prio, PriorityClassName: class}}
+	}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"static, system-node-critical":                 {pod(0, SystemNodeCritical, ConfigSourceFile), true},
+		"by priority, system-node-critical":            {pod(2000001000, SystemNodeCritical, ConfigSourceAPI), true},
+		"static, another class":                        {pod(0, "system-cluster-critical", ConfigSourceFile), false},
+		"API pod below critical, system-node-critical": {pod(0, SystemNodeCritical, ConfigSourceAPI), false},
+	} {
+		if got := IsNodeCriticalPod(tc.pod); got != tc.want {
+			t.Errorf("%s: IsNodeCriticalPod = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
 func TestMarkFromAPI(t *testing.T) {
 	for _, claimed := range []*corev1.Pod{
 		annotated(),

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -123,11 +124,6 @@ func Equal(a, b *corev1.PodStatus) bool {
 	return equality.Semantic.DeepEqual(x, y)
 }
 
-// GetPodQOS returns the pod's QoS class: the one recorded in its status, else the one its resources give.
-func GetPodQOS(pod *corev1.Pod) corev1.PodQOSClass {
-	return runtime.GetPodQOS(pod)
-}
-
 // builder computes one status; it holds the input and what is derived from it once.
 type builder struct {
 	in  Input
@@ -171,7 +167,7 @@ func (b *builder) local() (corev1.PodStatus, bool) {
 // generate is the kubelet's generateAPIPodStatus.
 func (b *builder) generate() corev1.PodStatus {
 	spec := &b.pod.Spec
-	s := corev1.PodStatus{QOSClass: GetPodQOS(b.pod)}
+	s := corev1.PodStatus{QOSClass: podrules.GetPodQOS(b.pod)}
 	s.ContainerStatuses = b.containerStatuses(spec.Containers, b.old.ContainerStatuses, false)
 	s.InitContainerStatuses = b.containerStatuses(spec.InitContainers, b.old.InitContainerStatuses, true)
 	s.EphemeralContainerStatuses = b.containerStatuses(ephemeralContainers(spec), b.old.EphemeralContainerStatuses, false)
@@ -186,7 +182,7 @@ func (b *builder) generate() corev1.PodStatus {
 // rejected is the status of a pod refused at admission.
 func (b *builder) rejected(o *Override) corev1.PodStatus {
 	s := corev1.PodStatus{
-		QOSClass:           GetPodQOS(b.pod),
+		QOSClass:           podrules.GetPodQOS(b.pod),
 		Phase:              o.Phase,
 		Reason:             o.Reason,
 		Message:            o.Message,

@@ -716,45 +716,6 @@ func TestComputeIPs(t *testing.T) {
 	}
 }
 
-func TestGetPodQOS(t *testing.T) {
-	res := func(req, lim string) corev1.ResourceRequirements {
-		r := corev1.ResourceRequirements{}
-		if req != "" {
-			r.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(req), corev1.ResourceMemory: resource.MustParse("64Mi")}
-		}
-		if lim != "" {
-			r.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(lim), corev1.ResourceMemory: resource.MustParse("64Mi")}
-		}
-		return r
-	}
-	tests := []struct {
-		name      string
-		resources []corev1.ResourceRequirements
-		recorded  corev1.PodQOSClass
-		want      corev1.PodQOSClass
-	}{
-		{name: "no resources", resources: []corev1.ResourceRequirements{{}}, want: corev1.PodQOSBestEffort},
-		{name: "requests below limits", resources: []corev1.ResourceRequirements{res("100m", "200m")}, want: corev1.PodQOSBurstable},
-		{name: "requests equal limits", resources: []corev1.ResourceRequirements{res("1", "1"), res("", "2")}, want: corev1.PodQOSGuaranteed},
-		{name: "one container without resources", resources: []corev1.ResourceRequirements{res("1", "1"), {}}, want: corev1.PodQOSBurstable},
-		{name: "the recorded class wins", resources: []corev1.ResourceRequirements{{}}, recorded: corev1.PodQOSGuaranteed, want: corev1.PodQOSGuaranteed},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := &corev1.Pod{Status: corev1.PodStatus{QOSClass: tt.recorded}}
-			for i, r := range tt.resources {
-				if r.Limits != nil && r.Requests == nil {
-					r.Requests = r.Limits // the API defaults requests to limits
-				}
-				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprint("c", i), Resources: r})
-			}
-			if got := GetPodQOS(p); got != tt.want {
-				t.Errorf("GetPodQOS = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestEqual(t *testing.T) {
 	base := Compute(baseInput(withStatus(newPod(corev1.RestartPolicyAlways, "app"), runningStatus("containerd://app-0")),
 		podRuntime(readySandbox("10.0.0.5"), runningAttempt("app", 0))))

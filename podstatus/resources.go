@@ -3,7 +3,6 @@ package podstatus
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/nodelet/nodelet/podrules"
 )
@@ -16,11 +15,11 @@ const minMilliCPULimit = 10
 // the pod's effective requests; resources is the effective requirements, and for a running pod what its
 // cgroup is configured with (computed from the spec, as the kubelet configures it).
 func (b *builder) podResources() (*corev1.ResourceRequirements, corev1.ResourceList) {
-	allocated := resourcehelper.PodRequests(b.pod, resourcehelper.PodResourcesOptions{})
+	allocated := podrules.PodRequests(b.pod, podrules.ResourceOptions{})
 	if b.old.Phase != corev1.PodRunning {
 		res := b.podSpecResources()
-		res.Requests = resourcehelper.PodRequests(b.pod, resourcehelper.PodResourcesOptions{})
-		res.Limits = resourcehelper.PodLimits(b.pod, resourcehelper.PodResourcesOptions{})
+		res.Requests = podrules.PodRequests(b.pod, podrules.ResourceOptions{})
+		res.Limits = podrules.PodLimits(b.pod, podrules.ResourceOptions{})
 		return res, allocated
 	}
 	return b.runningPodResources(), allocated
@@ -89,8 +88,8 @@ type cgroupConfig struct {
 // podCgroup is the pod cgroup as the kubelet configures it (podrules.PodCgroupResources), with the cpu
 // limit in milli-CPU, and the pod's requests.
 func podCgroup(pod *corev1.Pod) cgroupConfig {
-	pc := podrules.PodCgroupResources(pod, GetPodQOS(pod))
-	cg := cgroupConfig{requests: resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), cpuShares: pc.CPUShares}
+	pc := podrules.PodCgroupResources(pod, podrules.GetPodQOS(pod))
+	cg := cgroupConfig{requests: podrules.PodRequests(pod, podrules.ResourceOptions{}), cpuShares: pc.CPUShares}
 	if pc.CPUQuota != nil {
 		if milli := podrules.QuotaToMilliCPU(*pc.CPUQuota, podrules.QuotaPeriod); milli > 0 {
 			cg.cpuLimit = &milli

@@ -21,20 +21,13 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 )
 
-// PodCgroupName is the pod's cgroup as the kubelet names it: <root>/kubepods[/burstable|/besteffort]/pod<uid>;
-// nil without cgroupsPerQOS, leaving the choice to the runtime.
+// PodCgroupName is the pod's cgroup with these sandbox options (podrules.PodCgroupName below the kubepods
+// cgroup of opts.CgroupRoot); nil without cgroupsPerQOS, leaving the choice to the runtime.
 func PodCgroupName(pod *corev1.Pod, opts SandboxOptions) podrules.CgroupName {
 	if !opts.CgroupsPerQOS {
 		return nil
 	}
-	name := podrules.ParseCgroupfs(opts.CgroupRoot).Child(podrules.KubepodsCgroup)
-	switch GetPodQOS(pod) {
-	case corev1.PodQOSBurstable:
-		name = name.Child(strings.ToLower(string(corev1.PodQOSBurstable)))
-	case corev1.PodQOSBestEffort:
-		name = name.Child(strings.ToLower(string(corev1.PodQOSBestEffort)))
-	}
-	return name.Child(podrules.PodCgroupChild(string(pod.UID)))
+	return podrules.PodCgroupName(podrules.KubepodsCgroupName(opts.CgroupRoot), podrules.GetPodQOS(pod), pod.UID)
 }
 
 // PodCgroupParent is the pod's cgroup for the sandbox's cgroup_parent: PodCgroupName as a cgroupfs path with
@@ -166,7 +159,7 @@ func setSwap(r *runtimeapi.LinuxContainerResources, pod *corev1.Pod, c *corev1.C
 		return
 	}
 	swap := int64(0)
-	if opts.SwapBehavior == podrules.LimitedSwap && podrules.LimitedSwapEligible(pod, c, GetPodQOS(pod), true) {
+	if opts.SwapBehavior == podrules.LimitedSwap && podrules.LimitedSwapEligible(pod, c, podrules.GetPodQOS(pod), true) {
 		if n, err := podrules.LimitedSwapBytes(c.Resources.Requests.Memory().Value(), opts.NodeMemoryCapacity, opts.NodeSwap); err == nil {
 			swap = n
 		}

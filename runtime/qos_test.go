@@ -20,48 +20,6 @@ func podWith(init, regular []corev1.ResourceRequirements) *corev1.Pod {
 	return pod
 }
 
-func TestGetPodQOS(t *testing.T) {
-	guaranteed := resources(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))
-	none := corev1.ResourceRequirements{}
-	tests := []struct {
-		name    string
-		init    []corev1.ResourceRequirements
-		regular []corev1.ResourceRequirements
-		podRes  *corev1.ResourceRequirements
-		status  corev1.PodQOSClass
-		want    corev1.PodQOSClass
-	}{
-		{"no resources", nil, []corev1.ResourceRequirements{none}, nil, "", corev1.PodQOSBestEffort},
-		{"no containers", nil, nil, nil, "", corev1.PodQOSBestEffort},
-		{"requests equal limits", nil, []corev1.ResourceRequirements{guaranteed, guaranteed}, nil, "", corev1.PodQOSGuaranteed},
-		{"limits only (requests defaulted from them by the API) still need both resources", nil,
-			[]corev1.ResourceRequirements{resources(nil, rl("cpu", "1"))}, nil, "", corev1.PodQOSBurstable},
-		{"memory missing", nil, []corev1.ResourceRequirements{resources(rl("cpu", "1"), rl("cpu", "1"))}, nil, "", corev1.PodQOSBurstable},
-		{"requests below limits", nil, []corev1.ResourceRequirements{resources(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "2", "memory", "1Gi"))},
-			nil, "", corev1.PodQOSBurstable},
-		{"guaranteed and best effort mixed", nil, []corev1.ResourceRequirements{guaranteed, none}, nil, "", corev1.PodQOSBurstable},
-		{"init container counts", []corev1.ResourceRequirements{none}, []corev1.ResourceRequirements{guaranteed}, nil, "", corev1.PodQOSBurstable},
-		{"other resources do not count", nil, []corev1.ResourceRequirements{resources(rl("ephemeral-storage", "1Gi"), nil)}, nil, "", corev1.PodQOSBestEffort},
-		{"pod-level resources decide", nil, []corev1.ResourceRequirements{none},
-			&corev1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "1Gi"), Limits: rl("cpu", "1", "memory", "1Gi")}, "", corev1.PodQOSGuaranteed},
-		{"pod-level burstable over guaranteed containers", nil, []corev1.ResourceRequirements{guaranteed},
-			&corev1.ResourceRequirements{Requests: rl("cpu", "1")}, "", corev1.PodQOSBurstable},
-		{"pod-level resources of unsupported kinds are ignored", nil, []corev1.ResourceRequirements{guaranteed},
-			&corev1.ResourceRequirements{Requests: rl("ephemeral-storage", "1Gi")}, "", corev1.PodQOSGuaranteed},
-		{"status wins", nil, []corev1.ResourceRequirements{none}, nil, corev1.PodQOSGuaranteed, corev1.PodQOSGuaranteed},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pod := podWith(tt.init, tt.regular)
-			pod.Spec.Resources = tt.podRes
-			pod.Status.QOSClass = tt.status
-			if got := GetPodQOS(pod); got != tt.want {
-				t.Errorf("GetPodQOS = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestOOMScoreAdjust(t *testing.T) {
 	const capacity = 10 * gi
 	burst := func(mem string) corev1.ResourceRequirements { return resources(rl("memory", mem), nil) }
