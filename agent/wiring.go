@@ -234,15 +234,15 @@ func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
 	return n, a.mgr.GetClient().Get(ctx, client.ObjectKey{Name: a.cfg.NodeName}, n)
 }
 
-// volumes is the volume manager: Secrets, ConfigMaps and CSIDrivers are read by name straight from the API
-// (kept 10 s), claims, PersistentVolumes and VolumeAttachments fresh, service account tokens come from the
-// TokenRequest API — all that the Node authorizer allows a node.
+// volumes is the volume manager: Secrets and ConfigMaps are read by name straight from the API (kept 10 s),
+// CSIDrivers from the watch-fed cache, claims, PersistentVolumes and VolumeAttachments fresh, service account
+// tokens come from the TokenRequest API — all that the Node authorizer allows a node.
 // node (nil standalone) gives the node's allocatable resources for resourceFieldRef defaults.
 func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volumes.Manager {
 	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
 	if !a.standalone {
 		objs := &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(), Status: a.mgr.GetClient(),
-			Clock: a.clock(), TTL: 10 * time.Second}
+			Drivers: a.mgr.GetClient(), Clock: a.clock(), TTL: 10 * time.Second}
 		m.Objects, m.CSIObjects, m.ClaimStatus = objs, objs, objs
 	}
 	if node != nil {

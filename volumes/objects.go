@@ -29,7 +29,11 @@ type CachedObjects struct {
 	Tokens client.SubResourceClientConstructor
 	// Status patches claims' status (a manager's GetClient()); nil: PatchClaimStatus fails.
 	Status client.StatusClient
-	Clock  clock.Clock
+	// Drivers reads CSIDrivers from a watch-fed cache (a manager's GetClient(); the Node authorizer lets a
+	// node list and watch them), as the kubelet's CSIDriver lister: a changed podInfoOnMount, fsGroupPolicy
+	// or requiresRepublish is seen at the next mount. nil: CSIDrivers are read by name and kept TTL.
+	Drivers client.Reader
+	Clock   clock.Clock
 	// TTL is how long a fetched object is used before it is read again; 0 reads it on every call.
 	TTL time.Duration
 
@@ -97,8 +101,16 @@ func (c *CachedObjects) GetPersistentVolume(ctx context.Context, name string) (*
 	return pv, nil
 }
 
-// GetCSIDriver returns the CSIDriver name, kept TTL as Secrets and ConfigMaps are.
+// GetCSIDriver returns the CSIDriver name from Drivers, else read by name and kept TTL as Secrets and
+// ConfigMaps are.
 func (c *CachedObjects) GetCSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
+	if c.Drivers != nil {
+		d := &storagev1.CSIDriver{}
+		if err := c.Drivers.Get(ctx, types.NamespacedName{Name: name}, d); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
 	obj, err := c.get(ctx, "csidriver", "", name, &storagev1.CSIDriver{})
 	if err != nil {
 		return nil, err

@@ -7,10 +7,12 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -98,5 +100,33 @@ func TestCachedObjectsCreateToken(t *testing.T) {
 	}
 	if req.Status.Token != "" {
 		t.Error("the request was modified")
+	}
+}
+
+// With Drivers (a watch-fed cache), a CSIDriver is read from it on every call: a changed podInfoOnMount is
+// seen at the next mount, not after the TTL.
+func TestCachedObjectsReadCSIDriversFromTheirCache(t *testing.T) {
+	var gets, driverGets int
+	api := countingClient(t, &gets)
+	drivers := countingClient(t, &driverGets, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "mock"},
+		Spec: storagev1.CSIDriverSpec{PodInfoOnMount: ptr.To(false)}})
+	objects := &CachedObjects{Reader: api, Tokens: api, Drivers: drivers, Clock: clocktesting.NewFakeClock(testStart), TTL: time.Hour}
+	ctx := context.Background()
+	d, err := objects.GetCSIDriver(ctx, "mock")
+	if err != nil || *d.Spec.PodInfoOnMount {
+		t.Fatalf("first read: %v, %v", d, err)
+	}
+	d.Spec.PodInfoOnMount = ptr.To(true)
+	if err := drivers.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := objects.GetCSIDriver(ctx, "mock"); err != nil || !*d.Spec.PodInfoOnMount {
+		t.Errorf("after the update: %v, %v; want podInfoOnMount true at once", d, err)
+	}
+	if _, err := objects.GetCSIDriver(ctx, "gone"); !apierrors.IsNotFound(err) {
+		t.Errorf("missing driver: %v, want NotFound", err)
+	}
+	if gets != 0 || driverGets != 3 {
+		t.Errorf("API GETs %d, cache reads %d; want 0 and one per call", gets, driverGets)
 	}
 }
