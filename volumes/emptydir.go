@@ -109,34 +109,11 @@ func lowerTo(size, limit int64) int64 {
 	return size
 }
 
-// podMemoryLimit is the memory limit of the pod's cgroup: the pod-level limit if set; else, when every
-// container has one, the larger of the regular containers plus sidecars and the largest init
-// container, plus the pod overhead; else 0 (unlimited).
+// podMemoryLimit is the memory limit of the pod's cgroup (the kubelet sizes memory-backed volumes by the same
+// ResourceConfigForPod it gives the cgroup); 0: none.
 func podMemoryLimit(pod *corev1.Pod) int64 {
-	if r := pod.Spec.Resources; r != nil {
-		if q, ok := r.Limits[corev1.ResourceMemory]; ok {
-			return q.Value()
-		}
+	if l := podrules.PodCgroupResources(pod, podrules.GetPodQOS(pod)).MemoryLimit; l != nil {
+		return *l
 	}
-	var regular, initMax int64
-	for _, c := range pod.Spec.Containers {
-		q, ok := c.Resources.Limits[corev1.ResourceMemory]
-		if !ok {
-			return 0
-		}
-		regular += q.Value()
-	}
-	for _, c := range pod.Spec.InitContainers {
-		q, ok := c.Resources.Limits[corev1.ResourceMemory]
-		if !ok {
-			return 0
-		}
-		if podrules.IsSidecar(&c) {
-			regular += q.Value()
-			continue
-		}
-		initMax = max(initMax, q.Value())
-	}
-	overhead := pod.Spec.Overhead[corev1.ResourceMemory]
-	return max(regular, initMax) + overhead.Value()
+	return 0
 }
