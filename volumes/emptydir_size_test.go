@@ -45,4 +45,3 @@ func TestMemoryBackedEmptyDirSize(t *testing.T) {
 		})
 	}
 }
-
