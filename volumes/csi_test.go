@@ -40,6 +40,7 @@ type fakeCSI struct {
 	stageErr   error
 	publishErr error
 	pubReqs    []*csipb.NodePublishVolumeRequest
+	expandReqs []*csipb.NodeExpandVolumeRequest
 }
 
 func (f *fakeCSI) NodeClient(driver string) (CSINodeClient, error) {
@@ -520,6 +521,9 @@ kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="data"} 2.6
 
 func (f *fakeCSI) NodeExpandVolume(_ context.Context, req *csipb.NodeExpandVolumeRequest) error {
 	f.record(fmt.Sprintf("expand %s %s %d", req.VolumeId, req.VolumePath, req.CapacityRange.RequiredBytes))
+	f.mu.Lock()
+	f.expandReqs = append(f.expandReqs, req)
+	f.mu.Unlock()
 	return f.expandErr
 }
 
@@ -591,6 +595,44 @@ func TestPublishedVolumeIsExpandedOnTheNode(t *testing.T) {
 	// Done: the next sync does nothing.
 	if errs := env.m.SetUp(ctx, pod); len(errs) != 0 || len(env.csi.callsWith("expand")) != 1 {
 		t.Errorf("second expansion: %v %v", errs, env.csi.callsWith("expand"))
+	}
+}
+
+// A raw block volume is expanded as the kubelet expands it: by its published device file and its block
+// staging path, with a block capability (a filesystem mount path does not exist for it).
+func TestPublishedBlockVolumeIsExpandedByItsDeviceFile(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.csi.caps[csipb.NodeServiceCapability_RPC_EXPAND_VOLUME] = true
+	env.m.ClaimStatus = &fakeClaimStatus{objects: env.objects}
+	env.bindCSIClaim("vol-1")
+	block := corev1.PersistentVolumeBlock
+	pv := env.objects.pvs["pv-vol-1"]
+	pv.Spec.VolumeMode = &block
+	pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+	claim := env.objects.claims["ns/data"]
+	claim.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	claim.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+		corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+	pod := newPod(claimVolume("data", "data", false))
+	pod.Spec.EphemeralContainers = nil
+	pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+	for range 2 { // mapped, then expanded at the next sync
+		if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+	}
+	base := filepath.Join(env.m.RootDir, "plugins/kubernetes.io/csi/volumeDevices")
+	if len(env.csi.expandReqs) != 1 {
+		t.Fatalf("expand calls %v", env.csi.callsWith("expand"))
+	}
+	req := env.csi.expandReqs[0]
+	if req.VolumePath != filepath.Join(base, "publish/pv-vol-1/uid-1") || req.StagingTargetPath != filepath.Join(base, "staging/pv-vol-1") ||
+		req.VolumeCapability.GetBlock() == nil {
+		t.Errorf("expand request path %s staging %s capability %v; want the published device, the block staging path, block",
+			req.VolumePath, req.StagingTargetPath, req.VolumeCapability)
+	}
+	if c := env.objects.claims["ns/data"].Status.Capacity[corev1.ResourceStorage]; c.String() != "2Gi" {
+		t.Errorf("claim capacity %s after the expansion, want 2Gi", c.String())
 	}
 }
 

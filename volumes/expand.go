@@ -98,26 +98,35 @@ func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, pvc *corev1.P
 	return nil
 }
 
-// expandRequest is the NodeExpandVolume call for the volume published in the pod (and staged on the node).
+// expandRequest is the NodeExpandVolume call for the volume published in the pod (and staged on the node), as
+// the kubelet's: a filesystem volume by its pod mount path and global mount, a block volume by its published
+// device file and block staging path, with a block capability.
 func (m *Manager) expandRequest(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, newSize resource.Quantity) (*csipb.NodeExpandVolumeRequest, error) {
 	src := pv.Spec.CSI
 	cv := &claimedVolume{pv: pv}
-	target, err := m.persistentPath(pod.UID, cv)
-	if err != nil {
-		return nil, err
-	}
-	staging, err := m.stagingPath(src.Driver, src.VolumeHandle)
-	if err != nil {
-		return nil, err
-	}
+	v := csiFromPersistent(cv)
 	secrets, err := m.csiSecrets(ctx, src.NodeExpandSecretRef)
 	if err != nil {
 		return nil, err
 	}
-	v := csiFromPersistent(cv)
-	return &csipb.NodeExpandVolumeRequest{VolumeId: src.VolumeHandle, VolumePath: target, StagingTargetPath: staging,
-		CapacityRange: &csipb.CapacityRange{RequiredBytes: newSize.Value()}, Secrets: secrets,
-		VolumeCapability: v.capability(nil, pod)}, nil
+	req := &csipb.NodeExpandVolumeRequest{VolumeId: src.VolumeHandle, Secrets: secrets,
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: newSize.Value()}}
+	if cv.isBlock() {
+		p, err := m.csiBlockPaths(pod.UID, pv.Name)
+		if err != nil {
+			return nil, err
+		}
+		req.VolumePath, req.StagingTargetPath, req.VolumeCapability = p.publish, p.staging, v.blockCapability(nil)
+		return req, nil
+	}
+	if req.VolumePath, err = m.persistentPath(pod.UID, cv); err != nil {
+		return nil, err
+	}
+	if req.StagingTargetPath, err = m.stagingPath(src.Driver, src.VolumeHandle); err != nil {
+		return nil, err
+	}
+	req.VolumeCapability = v.capability(nil, pod)
+	return req, nil
 }
 
 // markExpansionFailed writes a failed node expansion on the claim: a driver saying the volume cannot be
