@@ -63,7 +63,7 @@ func TestNginxImageRunsNginxAsTheOfficialImageDoes(t *testing.T) {
 	if h := files["var/log/nginx/error.log"]; h.Linkname != "/dev/stderr" {
 		t.Errorf("error.log links to %q, want /dev/stderr", h.Linkname)
 	}
-	if passwd := layerText(t, img, "etc/passwd");  !strings.Contains(passwd, "nginx:x:101:101:") {
+	if passwd := layerText(t, img, "etc/passwd"); !strings.Contains(passwd, "nginx:x:101:101:") {
 		t.Errorf("/etc/passwd has no nginx user 101:\n%s", passwd)
 	}
 }
