@@ -97,25 +97,32 @@ build_e2e() {
   rm -rf "$w"
 }
 
+# private_apt DIR TYPE: apt state of its own under DIR (the machine's apt configuration is not touched) whose one
+# source is this distribution's main archive as TYPE (deb or deb-src), updated; the options apt-get needs for it
+# are left in APT_OPTS.
+private_apt() {
+  local w=$1 codename
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  [ -n "$codename" ] || die "cannot tell this distribution's codename from /etc/os-release"
+  mkdir -p "$w/lists/partial" "$w/cache/archives/partial"
+  echo "$2 [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $codename main" > "$w/sources.list"
+  APT_OPTS=(-o "Dir::Etc::sourcelist=$w/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$w/lists"
+    -o "Dir::Cache=$w/cache" -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root)
+  apt-get "${APT_OPTS[@]}" -qq update
+}
+
 # fetch_nginx: the nginx of this distribution (Debian's nginx package: the binary, and nginx-common's mime.types)
-# into $E2E_BIN_DIR, for the e2e nginx image. The packages come through apt with a private source list and state
-# folder, so the machine's apt configuration is not touched.
+# into $E2E_BIN_DIR, for the e2e nginx image.
 fetch_nginx() {
   local out="$E2E_BIN_DIR"
   [ -x "$out/nginx" ] && [ -f "$out/nginx-mime.types" ] && return 0
-  local codename w
-  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-  [ -n "$codename" ] || die "cannot tell this distribution's codename from /etc/os-release"
-  log "fetching nginx from Debian $codename into $out"
-  w=$(mktemp -d)
+  log "fetching Debian's nginx into $out"
+  local w; w=$(mktemp -d)
   (
+    private_apt "$w" deb
     cd "$w"
-    mkdir -p lists/partial cache/archives/partial x
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $codename main" > sources.list
-    local o=(-o "Dir::Etc::sourcelist=$w/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$w/lists"
-      -o "Dir::Cache=$w/cache" -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root)
-    apt-get "${o[@]}" -qq update
-    apt-get "${o[@]}" -qq download nginx nginx-common
+    apt-get "${APT_OPTS[@]}" -qq download nginx nginx-common
+    mkdir x
     for d in nginx_*.deb nginx-common_*.deb; do dpkg-deb -x "$d" x; done
     mkdir -p "$out"
     cp x/etc/nginx/mime.types "$out/nginx-mime.types"
@@ -159,23 +166,17 @@ build_containerd2() {
 # own busybox-static carries a patch that makes ash drop environment variables whose names are not shell
 # identifiers (e.g. "data-1"); upstream ash, and so the upstream e2e busybox image, passes them on to commands,
 # which the ConfigMap/Secret "consumable via the environment" specs check with `sh -c env`. The source comes
-# through apt with a private source list and state folder, so the machine's apt configuration is not touched.
+# through apt with a state of its own (private_apt).
 build_busybox() {
   local out="$BUSYBOX_BIN_DIR"
   [ -x "$out/busybox" ] && return 0
-  local codename w
-  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-  [ -n "$codename" ] || die "cannot tell this distribution's codename from /etc/os-release"
-  log "building busybox from Debian's $codename source package into $out"
-  w=$(mktemp -d)
+  log "building busybox from Debian's source package into $out"
+  local w; w=$(mktemp -d)
   (
+    private_apt "$w" deb-src
     cd "$w"
-    mkdir -p lists/partial cache/archives/partial src
-    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $codename main" > sources.list
-    local o=(-o "Dir::Etc::sourcelist=$w/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$w/lists"
-      -o "Dir::Cache=$w/cache" -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root)
-    apt-get "${o[@]}" -qq update
-    (cd src && apt-get "${o[@]}" -qq source --download-only busybox)
+    mkdir -p src
+    (cd src && apt-get "${APT_OPTS[@]}" -qq source --download-only busybox)
     local orig
     orig=$(ls src/busybox_*.orig.tar.*)
     tar xf "$orig" -C src
