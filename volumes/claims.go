@@ -165,6 +165,9 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		if cv, err = m.resolveClaim(ctx, pod, vol); err != nil {
 			return &ClaimError{Volume: vol.Name, Err: err}
 		}
+		if err := m.checkReadWriteOncePod(pod.UID, cv); err != nil {
+			return &VolumeError{Volume: cv.pv.Name, Err: err}
+		}
 	}
 	if err := m.setUpPersistent(ctx, pod, cv, pv); err != nil {
 		if errors.Is(err, errWaiting) {
@@ -191,6 +194,38 @@ func (m *Manager) setUpPersistent(ctx context.Context, pod *corev1.Pod, cv *clai
 	default:
 		return fmt.Errorf("%w: PersistentVolume %s of type %q", ErrUnsupportedVolume, cv.pv.Name, persistentSourceKind(src))
 	}
+}
+
+// errInUseReadWriteOncePod is the kubelet's refusal to mount a ReadWriteOncePod volume a second time.
+var errInUseReadWriteOncePod = errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod")
+
+// checkReadWriteOncePod enforces the ReadWriteOncePod access mode on the node, as the kubelet does before it
+// mounts or maps a volume (the scheduler enforces it too, but a pod may be bound to the node directly): a
+// volume whose only access mode is ReadWriteOncePod is not set up for a pod while another pod on the node has it
+// set up. A volume listing more modes is not checked: which one the pod means is not known.
+func (m *Manager) checkReadWriteOncePod(uid types.UID, cv *claimedVolume) error {
+	if modes := cv.pv.Spec.AccessModes; len(modes) != 1 || modes[0] != corev1.ReadWriteOncePod {
+		return nil
+	}
+	m.mu.Lock()
+	others := make([]*podVolumes, 0, len(m.pods))
+	for other, pv := range m.pods {
+		if other != uid {
+			others = append(others, pv)
+		}
+	}
+	m.mu.Unlock()
+	for _, pv := range others {
+		for _, set := range pv.claimsSnapshot() {
+			if set.pv.Name == cv.pv.Name {
+				if cv.isBlock() {
+					return &opError{op: "MapVolume.SetUpDevice", volume: cv.pv.Name, err: errInUseReadWriteOncePod}
+				}
+				return errInUseReadWriteOncePod
+			}
+		}
+	}
+	return nil
 }
 
 // persistentPath is where a set-up PersistentVolume is on the host, for containers to mount.

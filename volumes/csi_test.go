@@ -728,3 +728,38 @@ func TestCSIFailuresReadAsTheKubeletsEvents(t *testing.T) {
 		t.Errorf("publish failure %v, want %q", errs, want)
 	}
 }
+
+// A volume whose only access mode is ReadWriteOncePod is not set up for a second pod on the node while the first
+// has it (the kubelet's FailedMount message); once the first pod's volumes are torn down, the second gets it.
+func TestReadWriteOncePodVolumeIsRefusedToASecondPod(t *testing.T) {
+	env := newCSIEnv(t, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)})
+	env.bindCSIClaim("vol-1")
+	env.objects.pvs["pv-vol-1"].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	ctx := context.Background()
+	first, second := csiPod("uid-1"), csiPod("uid-2")
+	if errs := env.m.SetUp(ctx, first); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	errs := env.m.SetUp(ctx, second)
+	want := `MountVolume.SetUp failed for volume "pv-vol-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Fatalf("second pod's set-up: %v, want %q", errs, want)
+	}
+	if env.m.Ready(second.UID) {
+		t.Error("the second pod is ready")
+	}
+	if got := env.csi.callsWith("publish"); len(got) != 1 {
+		t.Errorf("publish calls %v, want the first pod's only", got)
+	}
+	if err := env.m.TearDown(ctx, first.UID); err != nil {
+		t.Fatal(err)
+	}
+	if errs := env.m.SetUp(ctx, second); len(errs) != 0 || !env.m.Ready(second.UID) {
+		t.Fatalf("after the first pod's teardown: %v", errs)
+	}
+	// Another access mode beside ReadWriteOncePod: not checked, as the kubelet does not.
+	env.objects.pvs["pv-vol-1"].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod, corev1.ReadWriteOnce}
+	if errs := env.m.SetUp(ctx, csiPod("uid-3")); len(errs) != 0 {
+		t.Errorf("with two access modes: %v", errs)
+	}
+}
