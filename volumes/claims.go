@@ -25,6 +25,8 @@ type claimedVolume struct {
 	pv  *corev1.PersistentVolume
 	// readOnly is the pod's persistentVolumeClaim.readOnly: the volume is set up and mounted read-only.
 	readOnly bool
+	// expansionFailedFinal: the last node expansion failed for good (kept while the pod has the volume).
+	expansionFailedFinal bool
 }
 
 // ClaimError is a pod volume whose claim cannot be used yet (not found, not bound, being deleted, bound

@@ -763,3 +763,53 @@ func TestReadWriteOncePodVolumeIsRefusedToASecondPod(t *testing.T) {
 		t.Errorf("with two access modes: %v", errs)
 	}
 }
+
+// Recovery from a failed expansion, as the kubelet's node expander: a final error (not infeasible) leaves the claim
+// NodeResizeInProgress with a NodeResizeError condition; the user lowers the claim and the resizer allocates less,
+// and the node expands to the allocated size, not the volume's larger capacity. Had the resizer kept the larger
+// allocation, the claim asking for another size, a second final failure makes the claim NodeResizeInfeasible.
+func TestNodeExpansionRecoversToTheAllocatedSize(t *testing.T) {
+	for _, resizerLowered := range []bool{true, false} {
+		env, _, claim, pod := expandingEnv(t)
+		ctx := context.Background()
+		env.objects.pvs["pv-vol-1"].Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("9Gi")
+		want := func(requested, allocated string) {
+			claim.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(requested)}
+			claim.Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(allocated)}
+			claim.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+				corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+		}
+		want("9Gi", "9Gi")
+		env.csi.expandErr = grpcstatus.Error(codes.PermissionDenied, "permission denied for expansion")
+		if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		st := env.objects.claims["ns/data"].Status
+		if st.AllocatedResourceStatuses[corev1.ResourceStorage] != corev1.PersistentVolumeClaimNodeResizeInProgress ||
+			len(st.Conditions) != 1 || st.Conditions[0].Type != corev1.PersistentVolumeClaimNodeResizeError {
+			t.Fatalf("after a final error: claim status %+v, want NodeResizeInProgress with NodeResizeError", st)
+		}
+		if !resizerLowered {
+			want("5Gi", "9Gi")
+			if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+				t.Fatal(errs)
+			}
+			if st := env.objects.claims["ns/data"].Status; st.AllocatedResourceStatuses[corev1.ResourceStorage] != corev1.PersistentVolumeClaimNodeResizeInfeasible {
+				t.Errorf("a second final failure for another size: claim status %+v, want NodeResizeInfeasible", st)
+			}
+			continue
+		}
+		want("5Gi", "5Gi")
+		env.csi.expandErr = nil
+		if errs := env.m.SetUp(ctx, pod); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		if got := env.csi.expandReqs[len(env.csi.expandReqs)-1].CapacityRange.RequiredBytes; got != 5<<30 {
+			t.Errorf("recovery expanded to %d bytes, want the allocated 5Gi", got)
+		}
+		st = env.objects.claims["ns/data"].Status
+		if c := st.Capacity[corev1.ResourceStorage]; c.String() != "5Gi" || st.AllocatedResourceStatuses != nil || len(st.Conditions) != 0 {
+			t.Errorf("after the recovery: claim status %+v, want 5Gi and no resize status or condition", st)
+		}
+	}
+}

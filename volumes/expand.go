@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/volumes/csi"
 )
 
 // resizeConditions are the claim conditions of a resize: a finished node expansion clears them.
@@ -42,21 +44,28 @@ func (m *Manager) expandInUse(ctx context.Context, pod *corev1.Pod, cv *claimedV
 	if err != nil || pv.Spec.CSI == nil {
 		return
 	}
-	newSize, oldSize := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
-	if newSize.Cmp(oldSize) <= 0 {
+	pvSize, oldSize := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
+	if pvSize.Cmp(oldSize) <= 0 {
 		return
 	}
 	state := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
 	if state != corev1.PersistentVolumeClaimNodeResizePending && state != corev1.PersistentVolumeClaimNodeResizeInProgress {
 		return
 	}
+	// The size the resizer allocated is the target (after a failed expansion the user may have asked for less
+	// than the volume's capacity: recovery), else the volume's capacity.
+	newSize := pvSize
+	if allocated, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok {
+		newSize = allocated
+	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("pvc", pvc.Namespace+"/"+pvc.Name, "volume", pv.Name)
-	if err := m.nodeExpand(ctx, pod, pvc, pv, newSize); err != nil {
+	if err := m.nodeExpand(ctx, pod, cv, pvc, pv, newSize); err != nil {
 		log.Error(err, "MountVolume.NodeExpandVolume failed")
 	}
 }
 
-func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, newSize resource.Quantity) error {
+func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claimedVolume, pvc *corev1.PersistentVolumeClaim,
+	pv *corev1.PersistentVolume, newSize resource.Quantity) error {
 	src := pv.Spec.CSI
 	client, err := m.csiClient(src.Driver)
 	if err != nil {
@@ -77,9 +86,17 @@ func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, pvc *corev1.P
 	if err != nil {
 		return err
 	}
+	// A new target after an expansion that failed for good (the user lowered the claim to recover) must not fail
+	// again: a failure of it is infeasible.
+	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	infeasibleOnFailure := cv.expansionFailedFinal && requested.Cmp(newSize) != 0
 	if err := client.NodeExpandVolume(ctx, req); err != nil {
-		return m.markExpansionFailed(ctx, inProgress, err)
+		if csi.IsFinal(err) && status.Code(err) != codes.FailedPrecondition {
+			cv.expansionFailedFinal = true
+		}
+		return m.markExpansionFailed(ctx, inProgress, err, infeasibleOnFailure)
 	}
+	cv.expansionFailedFinal = false
 	msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", pv.Name, m.NodeName)
 	if m.Recorder != nil {
 		m.Recorder.Event(pod, corev1.EventTypeNormal, "FileSystemResizeSuccessful", msg)
@@ -129,16 +146,18 @@ func (m *Manager) expandRequest(ctx context.Context, pod *corev1.Pod, pv *corev1
 	return req, nil
 }
 
-// markExpansionFailed writes a failed node expansion on the claim: a driver saying the volume cannot be
-// expanded while in use (FailedPrecondition) is retried quietly; an invalid, out-of-range or unknown
-// volume is NodeResizeInfeasible; anything else a NodeResizeError condition.
-func (m *Manager) markExpansionFailed(ctx context.Context, pvc *corev1.PersistentVolumeClaim, cause error) error {
+// markExpansionFailed writes a failed node expansion on the claim, as the kubelet's node expander: a driver
+// saying the volume cannot be expanded while in use (FailedPrecondition) or an error that leaves the operation
+// possibly going on (a timeout, Unavailable...) is retried quietly; an invalid, out-of-range or unknown volume
+// (or any final failure when infeasible is set) is NodeResizeInfeasible; any other final error a
+// NodeResizeError condition.
+func (m *Manager) markExpansionFailed(ctx context.Context, pvc *corev1.PersistentVolumeClaim, cause error, infeasible bool) error {
 	code := status.Code(cause)
-	if code == codes.FailedPrecondition {
+	if code == codes.FailedPrecondition || !csi.IsFinal(cause) {
 		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", cause) //nolint:staticcheck // the kubelet's message
 	}
 	failed := pvc.DeepCopy()
-	if code == codes.InvalidArgument || code == codes.OutOfRange || code == codes.NotFound {
+	if infeasible || code == codes.InvalidArgument || code == codes.OutOfRange || code == codes.NotFound {
 		failed = withResizeStatus(failed, corev1.PersistentVolumeClaimNodeResizeInfeasible)
 	}
 	cond := corev1.PersistentVolumeClaimCondition{Type: corev1.PersistentVolumeClaimNodeResizeError, Status: corev1.ConditionTrue,
