@@ -54,7 +54,7 @@ type CSINodeClient interface {
 }
 
 // ClaimStatusWriter patches a claim's status (persistentvolumeclaims/status, which the Node authorizer's
-// rules allow a node): node expansion writes its progress there.
+// rules allow a node): node expansion writes its progress there. updated is left as the API server returned it.
 type ClaimStatusWriter interface {
 	PatchClaimStatus(ctx context.Context, old, updated *corev1.PersistentVolumeClaim) error
 }

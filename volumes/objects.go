@@ -129,12 +129,13 @@ func (c *CachedObjects) GetVolumeAttachment(ctx context.Context, name string) (*
 }
 
 // PatchClaimStatus patches the claim's status from old to updated (a strategic merge patch that fails on a
-// newer claim, as the kubelet's).
+// newer claim, as the kubelet's) and leaves the claim the API server returned in updated, so that a next patch
+// from it is made against the version this one wrote.
 func (c *CachedObjects) PatchClaimStatus(ctx context.Context, old, updated *corev1.PersistentVolumeClaim) error {
 	if c.Status == nil {
 		return errors.New("no client to patch claim status with")
 	}
-	return c.Status.Status().Patch(ctx, updated.DeepCopy(), client.StrategicMergeFrom(old, client.MergeFromWithOptimisticLock{}))
+	return c.Status.Status().Patch(ctx, updated, client.StrategicMergeFrom(old, client.MergeFromWithOptimisticLock{}))
 }
 
 // get returns a copy of the cached object if it is fresh, else reads it into obj and caches it.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -128,5 +129,37 @@ func TestCachedObjectsReadCSIDriversFromTheirCache(t *testing.T) {
 	}
 	if gets != 0 || driverGets != 3 {
 		t.Errorf("API GETs %d, cache reads %d; want 0 and one per call", gets, driverGets)
+	}
+}
+
+// Two status patches in a row, the second made from the first's result (node expansion: in progress, then done),
+// both land: the first leaves the written version in its object.
+func TestPatchClaimStatusTwiceInARow(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"}}
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pvc).
+		WithStatusSubresource(&corev1.PersistentVolumeClaim{}).Build()
+	objects := &CachedObjects{Reader: c, Tokens: c, Status: c}
+	ctx := context.Background()
+	read := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), read); err != nil {
+		t.Fatal(err)
+	}
+	inProgress := read.DeepCopy()
+	inProgress.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+		corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizeInProgress}
+	if err := objects.PatchClaimStatus(ctx, read, inProgress); err != nil {
+		t.Fatal(err)
+	}
+	done := inProgress.DeepCopy()
+	done.Status.AllocatedResourceStatuses = nil
+	done.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+	if err := objects.PatchClaimStatus(ctx, inProgress, done); err != nil {
+		t.Fatalf("second patch: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), read); err != nil {
+		t.Fatal(err)
+	}
+	if got := read.Status.Capacity[corev1.ResourceStorage]; got.String() != "2Gi" || read.Status.AllocatedResourceStatuses != nil {
+		t.Errorf("claim status %+v", read.Status)
 	}
 }
