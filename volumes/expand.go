@@ -91,7 +91,7 @@ func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claimedVo
 	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	infeasibleOnFailure := cv.expansionFailedFinal && requested.Cmp(newSize) != 0
 	if err := client.NodeExpandVolume(ctx, req); err != nil {
-		if csi.IsFinal(err) && status.Code(err) != codes.FailedPrecondition {
+		if finalExpansionError(err) {
 			cv.expansionFailedFinal = true
 		}
 		return m.markExpansionFailed(ctx, inProgress, err, infeasibleOnFailure)
@@ -153,7 +153,7 @@ func (m *Manager) expandRequest(ctx context.Context, pod *corev1.Pod, pv *corev1
 // NodeResizeError condition.
 func (m *Manager) markExpansionFailed(ctx context.Context, pvc *corev1.PersistentVolumeClaim, cause error, infeasible bool) error {
 	code := status.Code(cause)
-	if code == codes.FailedPrecondition || !csi.IsFinal(cause) {
+	if !finalExpansionError(cause) {
 		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", cause) //nolint:staticcheck // the kubelet's message
 	}
 	failed := pvc.DeepCopy()
@@ -167,6 +167,12 @@ func (m *Manager) markExpansionFailed(ctx context.Context, pvc *corev1.Persisten
 		return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion as failed: %w", err)
 	}
 	return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", cause) //nolint:staticcheck // the kubelet's message
+}
+
+// finalExpansionError says whether a failed NodeExpandVolume is over for good: not a driver refusing while the
+// volume is in use (FailedPrecondition), not an error that leaves the operation possibly going on.
+func finalExpansionError(err error) bool {
+	return csi.IsFinal(err) && status.Code(err) != codes.FailedPrecondition
 }
 
 func withResizeStatus(pvc *corev1.PersistentVolumeClaim, s corev1.ClaimResourceStatus) *corev1.PersistentVolumeClaim {
