@@ -135,6 +135,11 @@ empty_agent_root() {
 # opened every local volume spec would fail. The same pod here, once, before the suite: PID 1 must answer.
 check_host_mounts() {
   local kubectl=("$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig") phase="" i out
+  # A new cluster has no service account for the pod until the controller manager makes it.
+  for i in $(seq 1 60); do
+    "${kubectl[@]}" -n default get serviceaccount default >/dev/null 2>&1 && break
+    sleep 1
+  done
   "${kubectl[@]}" apply -f - >/dev/null <<'YAML'
 apiVersion: v1
 kind: Pod
