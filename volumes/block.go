@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
@@ -131,8 +132,8 @@ func (v *csiVolume) blockCapability(caps map[csipb.NodeServiceCapability_RPC_Typ
 	}
 }
 
-// mapBlock bind-mounts the published device file at the global map path (once) and links the pod's
-// device map path to it.
+// mapBlock bind-mounts the published device file at the global map path (once), holds it open with a loop
+// device, and links the pod's device map path to it.
 func (m *Manager) mapBlock(device, globalMap, podLink string) error {
 	if err := os.MkdirAll(filepath.Dir(globalMap), 0o750); err != nil {
 		return err
@@ -148,6 +149,9 @@ func (m *Manager) mapBlock(device, globalMap, podLink string) error {
 		if err := m.mounter().BindMount(device, globalMap, false); err != nil {
 			return fmt.Errorf("failed to bind-mount %s at %s: %w", device, globalMap, err)
 		}
+	}
+	if err := m.mounter().AttachFileDevice(globalMap); err != nil {
+		return fmt.Errorf("failed to attach a loop device to %s: %w", globalMap, err)
 	}
 	return linkDevice(device, podLink)
 }
@@ -174,7 +178,9 @@ func touch(path string) error {
 	return f.Close()
 }
 
-// setUpLocalBlock links the pod's device map path to a local volume's block device.
+// setUpLocalBlock maps a local volume's block device for the pod as the kubelet's local plugin does: bound
+// at its global map path <root>/plugins/kubernetes.io~local-volume/volumeDevices/<pv>/<pod uid> (held open
+// there by a loop device) and linked from the pod's device map path.
 func (m *Manager) setUpLocalBlock(pod *corev1.Pod, cv *claimedVolume) error {
 	info, err := os.Stat(cv.pv.Spec.Local.Path)
 	if err != nil {
@@ -187,7 +193,39 @@ func (m *Manager) setUpLocalBlock(pod *corev1.Pod, cv *claimedVolume) error {
 	if err != nil {
 		return err
 	}
-	return linkDevice(cv.pv.Spec.Local.Path, link)
+	return m.mapBlock(cv.pv.Spec.Local.Path, m.localBlockGlobalMap(cv.pv.Name, pod.UID), link)
+}
+
+// localBlockGlobalMap is the kubelet's global map path of a local block volume for one pod (pv is a checked
+// path segment).
+func (m *Manager) localBlockGlobalMap(pv string, uid types.UID) string {
+	return filepath.Join(m.RootDir, "plugins", pluginLocalVolume, volumeDevicesDir, pv, string(uid))
+}
+
+// unmapLocalBlock releases the pod's global map path of a local block volume: its loop device, its bind
+// mount, the file, and the volume's folder once no pod maps it.
+func (m *Manager) unmapLocalBlock(uid types.UID, pv string) error {
+	if err := podrules.PathSegment("volume name", pv); err != nil {
+		return err
+	}
+	globalMap := m.localBlockGlobalMap(pv, uid)
+	if err := m.mounter().DetachFileDevice(globalMap); err != nil {
+		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", pv, err)
+	}
+	if mounted, err := m.mounter().IsMountPoint(globalMap); err != nil {
+		return err
+	} else if mounted {
+		if err := m.mounter().Unmount(globalMap); err != nil {
+			return fmt.Errorf("unmount %s: %w", globalMap, err)
+		}
+	}
+	if err := os.Remove(globalMap); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(filepath.Dir(globalMap)); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+		return err
+	}
+	return nil
 }
 
 // blockLink is the pod's device map path of a claimed block volume: what containers get as the device.
@@ -239,7 +277,8 @@ func (m *Manager) Devices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.D
 }
 
 // tearDownBlock unmaps, unpublishes and (for the last pod on the node) unstages the pod's CSI block
-// volumes, found from the links in <pod>/volumeDevices/kubernetes.io~csi; local block links are removed.
+// volumes, found from the links in <pod>/volumeDevices/kubernetes.io~csi, and unmaps its local block
+// volumes (<pod>/volumeDevices/kubernetes.io~local-volume); then the links go.
 func (m *Manager) tearDownBlock(ctx context.Context, uid types.UID, podDir string) error {
 	links, err := filepath.Glob(filepath.Join(podDir, volumeDevicesDir, pluginCSI, "*"))
 	if err != nil {
@@ -247,6 +286,15 @@ func (m *Manager) tearDownBlock(ctx context.Context, uid types.UID, podDir strin
 	}
 	for _, link := range links {
 		if err := m.tearDownCSIBlock(ctx, uid, filepath.Base(link)); err != nil {
+			return err
+		}
+	}
+	local, err := filepath.Glob(filepath.Join(podDir, volumeDevicesDir, pluginLocalVolume, "*"))
+	if err != nil {
+		return err
+	}
+	for _, link := range local {
+		if err := m.unmapLocalBlock(uid, filepath.Base(link)); err != nil {
 			return err
 		}
 	}
@@ -270,6 +318,9 @@ func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName 
 	defer m.stagingLocks.lock(p.staging)()
 	if err := os.Remove(p.podLink); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	if err := m.mounter().DetachFileDevice(p.globalMap); err != nil {
+		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", specName, err)
 	}
 	if mounted, err := m.mounter().IsMountPoint(p.globalMap); err != nil {
 		return err

@@ -283,3 +283,46 @@ func TestVolumeNoContainerUsesIsLeftAlone(t *testing.T) {
 		t.Errorf("volume directories made for unused volumes (%v)", err)
 	}
 }
+
+// TestLocalBlockVolumeIsMappedAsTheKubeletMapsIt: a local volume in Block mode is bound at the kubelet's
+// global map path (held open by a loop device) and linked from the pod's device map path; teardown
+// releases the loop device, the bind mount and the folders, as it does for what the kubelet mapped before
+// a takeover.
+func TestLocalBlockVolumeIsMappedAsTheKubeletMapsIt(t *testing.T) {
+	devs, _ := filepath.Glob("/dev/loop[0-9]*")
+	if len(devs) == 0 {
+		t.Skip("no block device to point a local volume at")
+	}
+	env := newTestEnv(t)
+	env.objects.bindClaim("ns", "data", "block-pv", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: devs[0]}})
+	block := corev1.PersistentVolumeBlock
+	env.objects.pvs["block-pv"].Spec.VolumeMode = &block
+	pod := newPod(claimVolume("data", "data", false))
+	pod.Spec.EphemeralContainers = nil
+	pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+	if errs := env.m.SetUp(context.Background(), pod); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	globalMap := filepath.Join(env.m.RootDir, "plugins/kubernetes.io~local-volume/volumeDevices/block-pv/uid-1")
+	if got := env.mounter.mounted[globalMap]; got != "bind "+devs[0] {
+		t.Errorf("global map path %s holds %q, want a bind mount of %s", globalMap, got, devs[0])
+	}
+	if !env.mounter.loops[globalMap] {
+		t.Errorf("no loop device holds %s open", globalMap)
+	}
+	link := filepath.Join(env.m.RootDir, "pods/uid-1/volumeDevices/kubernetes.io~local-volume/block-pv")
+	if dest, err := os.Readlink(link); err != nil || dest != devs[0] {
+		t.Errorf("pod device link %s → %s (%v), want %s", link, dest, err, devs[0])
+	}
+	if err := env.m.TearDown(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := env.mounter.mounted[globalMap]; ok || len(env.mounter.loops) != 0 {
+		t.Errorf("after teardown: global map path mounted %v, loop devices %v", ok, env.mounter.loops)
+	}
+	for _, p := range []string{link, filepath.Dir(globalMap)} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left (%v)", p, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -681,6 +682,9 @@ func TestCSIBlockVolumeIsMappedAsTheKubeletMapsIt(t *testing.T) {
 	if got := env.mounter.mounted[globalMap]; got != "bind "+publish {
 		t.Errorf("global map path %s holds %q", globalMap, got)
 	}
+	if !env.mounter.loops[globalMap] {
+		t.Errorf("no loop device holds the global map path %s open", globalMap)
+	}
 	link := filepath.Join(env.m.RootDir, "pods/uid-1/volumeDevices/kubernetes.io~csi/pv-vol-1")
 	if dest, err := os.Readlink(link); err != nil || dest != publish {
 		t.Errorf("pod device link %s → %s (%v), want %s", link, dest, err, publish)
@@ -704,6 +708,11 @@ func TestCSIBlockVolumeIsMappedAsTheKubeletMapsIt(t *testing.T) {
 	}
 	if _, ok := env.mounter.mounted[globalMap]; ok {
 		t.Error("global map path still mounted")
+	}
+	// The loop device goes before the mount it holds open.
+	if calls := env.mounter.callsWith(""); !slices.Contains(calls, "loop-detach "+globalMap) ||
+		slices.Index(calls, "loop-detach "+globalMap) > slices.Index(calls, "unmount "+globalMap) || len(env.mounter.loops) != 0 {
+		t.Errorf("mount calls %v, loop devices left %v: want the global map path's loop device detached, then the path unmounted", calls, env.mounter.loops)
 	}
 	for _, p := range []string{link, filepath.Join(base, "pv-vol-1"), filepath.Join(base, "staging/pv-vol-1"), filepath.Join(base, "publish/pv-vol-1")} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {

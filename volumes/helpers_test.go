@@ -25,7 +25,8 @@ type fakeMounter struct {
 	mu      sync.Mutex
 	mounted map[string]string // target -> "tmpfs size=N" or "bind <source>"
 	calls   []string
-	failOn  string // a call prefix that fails
+	failOn  string          // a call prefix that fails
+	loops   map[string]bool // paths with a loop device over them
 }
 
 func newFakeMounter() *fakeMounter { return &fakeMounter{mounted: map[string]string{}} }
@@ -69,6 +70,30 @@ func (f *fakeMounter) FormatAndMount(device, target, fsType string, options []st
 		return err
 	}
 	f.mounted[target] = "device " + device
+	return nil
+}
+
+// AttachFileDevice records a loop device over path (one per path).
+func (f *fakeMounter) AttachFileDevice(path string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("loop-attach " + path); err != nil {
+		return err
+	}
+	if f.loops == nil {
+		f.loops = map[string]bool{}
+	}
+	f.loops[path] = true
+	return nil
+}
+
+func (f *fakeMounter) DetachFileDevice(path string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("loop-detach " + path); err != nil {
+		return err
+	}
+	delete(f.loops, path)
 	return nil
 }
 

@@ -44,6 +44,10 @@ type Mounter interface {
 	// FormatAndMount mounts a block device at target with fsType, making that filesystem on it first if
 	// it has none.
 	FormatAndMount(device, target, fsType string, options []string) error
+	// AttachFileDevice makes a loop device over the file or device at path, or finds the one already there
+	// (the kubelet's hold on a mapped block volume); DetachFileDevice detaches it, none there is no error.
+	AttachFileDevice(path string) error
+	DetachFileDevice(path string) error
 }
 
 // ErrUnsupportedVolume is wrapped by the error of a volume type nodelet does not implement (nfs,
