@@ -196,6 +196,25 @@ func (m *Manager) setUpLocalBlock(pod *corev1.Pod, cv *claimedVolume) error {
 	return m.mapBlock(cv.pv.Spec.Local.Path, m.localBlockGlobalMap(cv.pv.Name, pod.UID), link)
 }
 
+// unmapGlobal releases a pod's global map path of a block volume, as the kubelet's UnmapBlockVolume: the loop
+// device holding it open, then its bind mount, then the file.
+func (m *Manager) unmapGlobal(volume, globalMap string) error {
+	if err := m.mounter().DetachFileDevice(globalMap); err != nil {
+		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", volume, err)
+	}
+	if mounted, err := m.mounter().IsMountPoint(globalMap); err != nil {
+		return err
+	} else if mounted {
+		if err := m.mounter().Unmount(globalMap); err != nil {
+			return fmt.Errorf("unmount %s: %w", globalMap, err)
+		}
+	}
+	if err := os.Remove(globalMap); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // localBlockGlobalMap is the kubelet's global map path of a local block volume for one pod (pv is a checked
 // path segment).
 func (m *Manager) localBlockGlobalMap(pv string, uid types.UID) string {
@@ -209,17 +228,7 @@ func (m *Manager) unmapLocalBlock(uid types.UID, pv string) error {
 		return err
 	}
 	globalMap := m.localBlockGlobalMap(pv, uid)
-	if err := m.mounter().DetachFileDevice(globalMap); err != nil {
-		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", pv, err)
-	}
-	if mounted, err := m.mounter().IsMountPoint(globalMap); err != nil {
-		return err
-	} else if mounted {
-		if err := m.mounter().Unmount(globalMap); err != nil {
-			return fmt.Errorf("unmount %s: %w", globalMap, err)
-		}
-	}
-	if err := os.Remove(globalMap); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := m.unmapGlobal(pv, globalMap); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Dir(globalMap)); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
@@ -319,17 +328,7 @@ func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName 
 	if err := os.Remove(p.podLink); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := m.mounter().DetachFileDevice(p.globalMap); err != nil {
-		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", specName, err)
-	}
-	if mounted, err := m.mounter().IsMountPoint(p.globalMap); err != nil {
-		return err
-	} else if mounted {
-		if err := m.mounter().Unmount(p.globalMap); err != nil {
-			return fmt.Errorf("unmount %s: %w", p.globalMap, err)
-		}
-	}
-	if err := os.Remove(p.globalMap); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := m.unmapGlobal(specName, p.globalMap); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(p.publish); err == nil {
