@@ -11,7 +11,7 @@ import (
 func (a *Agent) csiPlugins(m *volumes.Manager) {
 	opts := csi.Options{RootDir: a.cfg.RootDir, NodeName: a.cfg.NodeName, Clock: a.clock()}
 	if !a.standalone {
-		opts.Reader, opts.Writer = a.mgr.GetAPIReader(), a.mgr.GetClient()
+		opts.Reader, opts.Writer, opts.CSIDrivers = a.mgr.GetAPIReader(), a.mgr.GetClient(), a.mgr.GetClient()
 	}
 	c := csi.New(opts)
 	m.CSI = csiDrivers{c.Registry()}

@@ -24,6 +24,9 @@ type Options struct {
 	// cache); nil Reader: no API server, nothing is written.
 	Reader client.Reader
 	Writer client.Writer
+	// CSIDrivers reads CSIDriver objects (a watch-fed cache); with Reader, drivers whose CSIDriver sets
+	// spec.nodeAllocatableUpdatePeriodSeconds get their allocatable count refreshed (AllocatableUpdater).
+	CSIDrivers client.Reader
 	// Clock times retries (nil: the real clock).
 	Clock clock.WithTicker
 }
@@ -31,9 +34,10 @@ type Options struct {
 // Manager is the node side of CSI: the plugin watcher with the CSI registration handler, the registry of
 // drivers, and the CSINode object and Node kept in line with them.
 type Manager struct {
-	registry *Registry
-	watcher  *PluginWatcher
-	nodeInfo *NodeInfo
+	registry    *Registry
+	watcher     *PluginWatcher
+	nodeInfo    *NodeInfo
+	allocatable *AllocatableUpdater
 }
 
 // New wires a Manager; nothing runs until Start.
@@ -43,6 +47,9 @@ func New(opts Options) *Manager {
 	if opts.Reader != nil {
 		m.nodeInfo = NewNodeInfo(opts.Reader, opts.Writer, opts.NodeName, m.registry, opts.Clock)
 		h.NodeInfo = m.nodeInfo
+		if opts.CSIDrivers != nil {
+			m.allocatable = &AllocatableUpdater{Registry: m.registry, CSIDrivers: opts.CSIDrivers, Writer: m.nodeInfo, Clock: opts.Clock}
+		}
 	}
 	m.watcher = &PluginWatcher{
 		Dir:      filepath.Join(opts.RootDir, RegistrationDir),
@@ -55,13 +62,16 @@ func New(opts Options) *Manager {
 // Registry is the CSI drivers registered on this node.
 func (m *Manager) Registry() *Registry { return m.registry }
 
-// Start runs the plugin watcher and the CSINode writer until ctx ends. A watcher that cannot start (its
+// Start runs the plugin watcher, the CSINode writer and the allocatable count updater until ctx ends. A watcher that cannot start (its
 // directory cannot be made or watched) is logged, as the kubelet does: the node runs on without CSI
 // drivers.
 func (m *Manager) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if m.nodeInfo != nil {
 		wg.Go(func() { _ = m.nodeInfo.Start(ctx) })
+	}
+	if m.allocatable != nil {
+		wg.Go(func() { _ = m.allocatable.Start(ctx) })
 	}
 	if err := m.watcher.Start(ctx); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "The plugin watcher failed to start; no CSI driver can register")
