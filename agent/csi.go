@@ -15,6 +15,7 @@ func (a *Agent) csiPlugins(m *volumes.Manager) {
 	}
 	c := csi.New(opts)
 	m.CSI = csiDrivers{c.Registry()}
+	m.RefreshCSIDriver = c.RefreshDriver
 	a.local = append(a.local, c)
 }
 

@@ -383,6 +383,13 @@ func (r *Reconciler) setUpVolumes(ctx context.Context, w *podWorker, pod *corev1
 	errs := r.volumes.SetUp(ctx, pod)
 	seen := map[string]bool{}
 	for _, err := range errs {
+		var rej podRejection
+		if errors.As(err, &rej) {
+			r.rejectPod(w, pod, rej.RejectReason(), rej.Error())
+			w.setState(terminating) // its sandbox runs: stopped, then the pod is terminated
+			r.enqueue(w.key)
+			return false
+		}
 		msg := err.Error()
 		seen[msg] = true
 		if !w.mountErrors[msg] {
@@ -394,4 +401,18 @@ func (r *Reconciler) setUpVolumes(ctx context.Context, w *podWorker, pod *corev1
 	// Ready once every volume was set up: a volume that waits (for its attach, say) reports no error and
 	// holds the containers as a failed one does; a refresh that fails later does not stop them.
 	return r.volumes.Ready(pod.UID)
+}
+
+// podRejection is a volume set-up failure that rejects the pod (volumes.AttachLimitExceededError): its
+// reason is the pod's Failed status reason.
+type podRejection interface {
+	error
+	RejectReason() string
+}
+
+// rejectPod records the kubelet's rejection of the pod (its rejectPod): a Warning event with the reason,
+// and a Failed status with only the reason and "Pod was rejected: <message>".
+func (r *Reconciler) rejectPod(w *podWorker, pod *corev1.Pod, reason, message string) {
+	r.recorder.Event(podRef(pod), corev1.EventTypeWarning, reason, message)
+	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message, Rejected: true}
 }

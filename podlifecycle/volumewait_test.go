@@ -2,6 +2,9 @@ package podlifecycle
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +44,61 @@ func TestWaitingVolumeHoldsContainersAndRequeuesSoon(t *testing.T) {
 	b.sync("web")
 	if n := len(b.containers("web")); n != 1 {
 		t.Fatalf("%d containers once the volume is ready, want 1", n)
+	}
+}
+
+// limitError is a volume set-up failure that rejects the pod (as volumes.AttachLimitExceededError).
+type limitError struct{}
+
+func (limitError) Error() string {
+	return "Node has reached its volume attachment limit, rejecting pod."
+}
+func (limitError) RejectReason() string { return "VolumeAttachmentLimitExceeded" }
+
+// rejectingVolumes waits, then reports a set-up failure that rejects the pod.
+type rejectingVolumes struct {
+	waitingVolumes
+	reject bool
+}
+
+func (v *rejectingVolumes) SetUp(context.Context, *corev1.Pod) []error {
+	if v.reject {
+		return []error{fmt.Errorf("pod volumes: %w", limitError{})}
+	}
+	return nil
+}
+
+// A pod whose volumes cannot be attached at the node's attachment limit is rejected as the kubelet's
+// rejectPod: a Warning event with the reason, Failed with only the reason and "Pod was rejected: ...", no
+// FailedMount event; its sandbox is stopped and no container ever starts.
+func TestVolumeRejectionFailsThePodAndStopsItsSandbox(t *testing.T) {
+	b := newLifecycleBed(t)
+	vols := &rejectingVolumes{}
+	b.r.volumes = vols
+	b.create(bedPod("web"))
+	b.sync("web")
+	vols.reject = true
+	b.sync("web")
+	for range 3 {
+		b.sync("web")
+	}
+	st := b.pod("web").Status
+	want := "Pod was rejected: Node has reached its volume attachment limit, rejecting pod."
+	if st.Phase != corev1.PodFailed || st.Reason != "VolumeAttachmentLimitExceeded" || st.Message != want || len(st.ContainerStatuses) != 0 {
+		t.Fatalf("status %+v, want Failed, VolumeAttachmentLimitExceeded, %q, no container statuses", st, want)
+	}
+	if n := len(b.containers("web")); n != 0 {
+		t.Errorf("%d containers created, want none", n)
+	}
+	if got := b.calls("StopPodSandbox"); len(got) == 0 {
+		t.Error("the rejected pod's sandbox was not stopped")
+	}
+	var events []string
+	for len(b.rec.Events) > 0 {
+		events = append(events, <-b.rec.Events)
+	}
+	if !slices.Contains(events, "Warning VolumeAttachmentLimitExceeded Node has reached its volume attachment limit, rejecting pod.") ||
+		slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "FailedMount") }) {
+		t.Errorf("events %q, want the rejection's and no FailedMount", events)
 	}
 }

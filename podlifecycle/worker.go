@@ -266,8 +266,7 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 		w.setAdmitted()
 		return false
 	}
-	r.recorder.Event(podRef(pod), corev1.EventTypeWarning, res.reason, res.message)
-	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: res.reason, Message: "Pod was rejected: " + res.message, Rejected: true}
+	r.rejectPod(w, pod, res.reason, res.message)
 	w.setState(terminated)
 	w.tornDown = true
 	return true

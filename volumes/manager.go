@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -115,6 +116,9 @@ type Manager struct {
 	RecursiveReadOnlyMounts bool
 	// CSI is the CSI drivers registered on this node; nil: none ever is.
 	CSI CSIDrivers
+	// RefreshCSIDriver asks a registered driver's NodeGetInfo again and has its CSINode entry rewritten
+	// (volumes/csi.AllocatableUpdater.Refresh), when an attach failed at its attachment limit; nil: not asked.
+	RefreshCSIDriver func(ctx context.Context, driver string)
 	// CSIObjects reads CSIDrivers and VolumeAttachments; nil: no API server (drivers get the defaults
 	// and nothing attachable is mounted).
 	CSIObjects CSIObjects
@@ -143,9 +147,11 @@ type Manager struct {
 
 // podVolumes is what the manager remembers of one pod.
 type podVolumes struct {
-	mu     sync.Mutex // serializes SetUp, Mounts and TearDown of the pod
-	done   map[string]bool
-	tokens map[string]*authenticationv1.TokenRequest
+	mu   sync.Mutex // serializes SetUp, Mounts and TearDown of the pod
+	done map[string]bool
+	// waitingSince is when SetUp first left the pod's volumes not ready (zero: ready, or not yet set up).
+	waitingSince time.Time
+	tokens       map[string]*authenticationv1.TokenRequest
 	// claims are the pod's persistentVolumeClaim volumes resolved and set up, by pod volume name.
 	claims map[string]*claimedVolume
 	// claimsSeen is a copy of claims as the last SetUp left them, for readers that must not wait for a
@@ -160,7 +166,8 @@ type podVolumes struct {
 // current; a volume no container uses is left alone, as the kubelet leaves it. It is idempotent and meant to be called on
 // every sync of the pod: contents are re-written only when they changed, tokens refreshed when due.
 // It returns one error per volume that failed, having still set up the others: a *ClaimError for a
-// claim that cannot be used yet, a *VolumeError for any other failure.
+// claim that cannot be used yet, a *VolumeError for any other failure; and an *AttachLimitExceededError
+// when the pod is to be rejected because a volume cannot be attached at the node's attachment limit.
 func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	pv := m.state(pod.UID, true)
 	pv.mu.Lock()
@@ -182,7 +189,11 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 		}
 		pv.done[vol.Name] = true
 	}
-	pv.ready.Store(allDone(pod.Spec.Volumes, pv.done))
+	ready := allDone(pod.Spec.Volumes, pv.done)
+	pv.ready.Store(ready)
+	if err := m.checkAttachLimit(ctx, pod, pv, ready); err != nil {
+		errs = append(errs, err)
+	}
 	seen := maps.Clone(pv.claims)
 	pv.claimsSeen.Store(&seen)
 	return errs

@@ -59,6 +59,14 @@ func New(opts Options) *Manager {
 	return m
 }
 
+// RefreshDriver asks the registered driver's NodeGetInfo again and has what changed written (the
+// AllocatableUpdater's Refresh); without an API server it does nothing.
+func (m *Manager) RefreshDriver(ctx context.Context, driver string) {
+	if m.allocatable != nil {
+		m.allocatable.Refresh(ctx, driver)
+	}
+}
+
 // Registry is the CSI drivers registered on this node.
 func (m *Manager) Registry() *Registry { return m.registry }
 
