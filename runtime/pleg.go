@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 // PLEG defaults, as in the kubelet.
@@ -178,18 +180,13 @@ func (p *PLEG) Start(ctx context.Context) error {
 func (p *PLEG) NeedLeaderElection() bool { return false }
 
 func (p *PLEG) relistLoop(ctx context.Context) {
-	log := logr.FromContextOrDiscard(ctx)
-	ticker := p.opts.Clock.NewTicker(p.opts.Period)
-	defer ticker.Stop()
-	for {
-		if err := p.Relist(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "PLEG relist failed")
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
+	_ = periodic.Run(ctx, p.opts.Clock, nil, p.opts.Period, p.relistOnce)
+}
+
+// relistOnce relists and logs a failure, unless ctx ended.
+func (p *PLEG) relistOnce(ctx context.Context) {
+	if err := p.Relist(ctx); err != nil && ctx.Err() == nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "PLEG relist failed")
 	}
 }
 
