@@ -67,7 +67,7 @@ func (r *Reconciler) restartingAllContainers(ctx context.Context, w *podWorker, 
 		return false
 	}
 	s := r.computeStatus(ctx, w, pod, &pod.Status, st)
-	w.lastStatus = &s
+	r.statuses.Keep(pod.UID, s)
 	return podstatus.AllContainersRestarting(&s)
 }
 

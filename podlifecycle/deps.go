@@ -22,6 +22,7 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/statusmanager"
 )
 
 // Deps are what the Reconciler works with. Runtime, Recorder and Clock are required. Client, Secrets
@@ -121,6 +122,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		wake: make(chan event.GenericEvent, 1024), metrics: newPodMetrics(nil),
 	}
 	r.defaults()
+	r.statuses = statusmanager.New(deps.Client)
 	r.states = r.pleg.Cache()
 	r.puller = newImagePuller(r.cri, r.clock, opts.ImagePulls, r.recorder, deps.PullRecords, r.enqueueKey)
 	r.crash = newBackoff(r.clock, backoffInitial, backoffMax)

@@ -96,28 +96,11 @@ func (r *Reconciler) desiredUIDs(apiPods []corev1.Pod) map[types.UID]bool {
 // wrote it, so that the agent writes its own back (the kubelet's status manager reconciles statuses with
 // the API's copies the same way): status-only updates do not trigger a sync by themselves.
 func (r *Reconciler) enqueueOverwritten(ctx context.Context, apiPods []corev1.Pod) {
-	writes := r.lastWrites()
-	for i := range apiPods {
-		p := &apiPods[i]
-		if writes[p.UID].overwritten(p) {
-			ctrl.LoggerFrom(ctx).V(1).Info("Pod status overwritten in the API, writing it back", "pod", types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-		}
+	for _, p := range r.statuses.Overwritten(apiPods) {
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		ctrl.LoggerFrom(ctx).V(1).Info("Pod status overwritten in the API, writing it back", "pod", key)
+		r.enqueue(key)
 	}
-}
-
-// lastWrites are the workers' last status writes by the UID of the object written (a static pod's is
-// its mirror pod's).
-func (r *Reconciler) lastWrites() map[types.UID]*statusWrite {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[types.UID]*statusWrite, len(r.workers))
-	for _, w := range r.workers {
-		if s := w.written.Load(); s != nil {
-			out[s.uid] = s
-		}
-	}
-	return out
 }
 
 // known reports whether a worker tracks uid (it is being synced or torn down).

@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/statusmanager"
 )
 
 // Reconciler runs the pods bound to this node: the kubelet's pod workers, SyncPod, SyncTerminatingPod
@@ -40,6 +41,7 @@ type Reconciler struct {
 	cri          Runtime
 	pleg         RelistedPods
 	states       *runtime.PodCache // the pods' runtime state the PLEG keeps current; nil without a PLEG
+	statuses     *statusmanager.Manager
 	recorder     EventRecorder
 	clock        clock.WithTicker
 	secrets      Objects                                         // nil in standalone mode

@@ -2,7 +2,6 @@ package podlifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -17,12 +16,13 @@ import (
 )
 
 // syncPod is the kubelet's SyncPod for a pod that should run: create the sandbox if needed, stop what
-// must stop, start what must start, then write the status the runtime now shows.
+// must stop, start what must start. The pass it returns carries the runtime state the pod's status is
+// computed from.
 //
 // st is the pod's runtime state of cache generation gen. The sync reads nothing else of the pod but what
 // its own actions created (the new sandbox, the containers it started), and keeps the state they leave
 // in the cache for the next sync.
-func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, gen uint64) (result, error) {
+func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, gen uint64) pass {
 	var res result
 	r.syncProbes(pod, st)
 	restartAll := r.restartingAllContainers(ctx, w, pod, st)
@@ -30,47 +30,41 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 	if acts.killPod {
 		r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
-		return r.writeStatus(ctx, w, pod, st)
+		return pass{status: st}
 	}
 	if acts.done {
 		w.setState(terminating)
 		r.enqueue(w.key)
-		return r.writeStatus(ctx, w, pod, st)
+		return pass{status: st}
 	}
 	if acts.createSandbox {
 		id, wait, err := r.createSandbox(ctx, w, pod, acts.sandboxAttempt)
 		if id == "" {
 			res.requeueAfter(wait)
-			wr, werr := r.writeStatus(ctx, w, pod, st)
-			res.merge(wr)
-			return res, errors.Join(err, werr)
+			return pass{res: res, err: err, status: st}
 		}
 		sb, err := r.cri.SandboxStatus(ctx, id)
 		if err != nil {
 			r.changed(pod.UID)
-			return res, err
+			return pass{res: res, err: err}
 		}
 		st = st.WithSandbox(sb)
 		r.keep(pod.UID, st, gen)
 		acts = computePodActions(pod, st, r.probeResults(), restartAll)
 	}
 	if len(acts.reset) > 0 {
-		err := r.resetPod(ctx, w, pod, acts.reset)
-		wr, werr := r.writeStatus(ctx, w, pod, st)
-		return wr, errors.Join(err, werr)
+		return pass{err: r.resetPod(ctx, w, pod, acts.reset), status: st}
 	}
 	if len(acts.kill) > 0 {
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
 	}
 	st, err := r.startInSandbox(ctx, w, pod, st, gen, acts.start, &res)
 	if err != nil {
-		return res, err
+		return pass{res: res, err: err}
 	}
 	res.requeueAfter(r.deadlineRemaining(w, pod))
 	res.requeueAfter(r.resyncPeriod)
-	wr, err := r.writeStatus(ctx, w, pod, st)
-	res.merge(wr)
-	return res, err
+	return pass{res: res, status: st}
 }
 
 // startInSandbox sets up (or refreshes) the pod's volumes, then starts the containers due in its ready sandbox,

@@ -1,4 +1,4 @@
-package podlifecycle
+package statusmanager
 
 import (
 	"testing"
