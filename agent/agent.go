@@ -49,6 +49,9 @@ type Options struct {
 	RestConfig *rest.Config
 	// Logger is the node's logger (default: controller-runtime's global logger), named by node.
 	Logger logr.Logger
+	// Clock is the clock of every component's timers, periods, back-offs and timestamps (default: the
+	// wall clock).
+	Clock clock.WithTicker
 	// Metrics registers and serves the node's metrics (default: controller-runtime's global registry).
 	// Several nodes in one process need one registry each.
 	Metrics ctrlmetrics.RegistererGatherer
@@ -283,8 +286,13 @@ func (a *Agent) Manager() ctrl.Manager { return a.mgr }
 // NodeName is the node's name.
 func (a *Agent) NodeName() string { return a.cfg.NodeName }
 
-// clock is the wall clock every component uses.
-func (a *Agent) clock() clock.WithTicker { return clock.RealClock{} }
+// clock is the clock every component uses: Options.Clock, else the wall clock.
+func (a *Agent) clock() clock.WithTicker {
+	if a.opts.Clock != nil {
+		return a.opts.Clock
+	}
+	return clock.RealClock{}
+}
 
 // addChecks adds the health and readiness checks: ping, the runtime and the PLEG.
 func (a *Agent) addChecks(pleg *runtime.PLEG) error {

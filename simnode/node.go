@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -69,6 +70,9 @@ type Options struct {
 	Leases *controllers.LeaseBatch
 	// Metrics registers the node's metrics (default: a registry of its own).
 	Metrics ctrlmetrics.RegistererGatherer
+	// Clock is the node's clock (default: the wall clock): a fake one makes its heartbeats, back-offs and
+	// timestamps follow the test.
+	Clock clock.WithTicker
 }
 
 // Node is a running test node.
@@ -132,7 +136,7 @@ func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options)
 	}
 	a, err := agent.New(ctx, agent.Options{
 		Config: cfg, Version: "simulated", RestConfig: rest.CopyConfig(restConfig), Logger: log,
-		Metrics: metrics, Recorder: opts.Recorder,
+		Metrics: metrics, Recorder: opts.Recorder, Clock: opts.Clock,
 		Services: opts.Services,
 		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod,
 			Workers: opts.Workers, Leases: opts.Leases, HousekeepingPeriod: opts.HousekeepingPeriod},
