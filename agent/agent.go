@@ -33,6 +33,7 @@ import (
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/staticpods"
 	"github.com/nodelet/nodelet/volumes"
 )
@@ -287,14 +288,14 @@ func (a *Agent) NodeName() string { return a.cfg.NodeName }
 func (a *Agent) clock() clock.WithTicker { return clock.RealClock{} }
 
 // addChecks adds the health and readiness checks: ping, the runtime and the PLEG.
-func (a *Agent) addChecks(pleg *runtime.PLEG) error {
+func (a *Agent) addChecks(podEvents *pleg.PLEG) error {
 	if err := a.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 	if err := a.mgr.AddReadyzCheck("runtime", a.cri.ReadyCheck); err != nil {
 		return err
 	}
-	return a.mgr.AddReadyzCheck("pleg", func(*http.Request) error { return pleg.Healthy() })
+	return a.mgr.AddReadyzCheck("pleg", func(*http.Request) error { return podEvents.Healthy() })
 }
 
 // nodeIPs are --node-ip's addresses, or the one the hostname resolves to (else the default route's).

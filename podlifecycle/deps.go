@@ -22,6 +22,7 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/statusmanager"
 )
 
@@ -238,12 +239,12 @@ type Objects interface {
 	RuntimeHandler(ctx context.Context, runtimeClassName string) (string, error)
 }
 
-// RelistedPods is what the reconciler asks of the PLEG (runtime.PLEG): the pods the runtime holds, its
+// RelistedPods is what the reconciler asks of the PLEG (pleg.PLEG): the pods the runtime holds, its
 // events, and the pods' runtime state it keeps current (nil: every sync reads the runtime).
 type RelistedPods interface {
-	Pods() []runtime.RelistedPod
+	Pods() []pleg.RelistedPod
 	Source() source.Source
-	Cache() *runtime.PodCache
+	Cache() *pleg.PodCache
 }
 
 // Prober is what the reconciler asks of the probes (probes.Manager).
@@ -299,9 +300,9 @@ type PullRecorder interface {
 // noPLEG relists nothing.
 type noPLEG struct{}
 
-func (noPLEG) Pods() []runtime.RelistedPod { return nil }
-func (noPLEG) Source() source.Source       { return noSource }
-func (noPLEG) Cache() *runtime.PodCache    { return nil }
+func (noPLEG) Pods() []pleg.RelistedPod { return nil }
+func (noPLEG) Source() source.Source    { return noSource }
+func (noPLEG) Cache() *pleg.PodCache    { return nil }
 
 // noProbes runs no probes: every running container is started and ready, and none fails.
 type noProbes struct{}

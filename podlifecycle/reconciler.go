@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/statusmanager"
 )
 
@@ -40,7 +41,7 @@ type Reconciler struct {
 	client       client.Client // nil in standalone mode
 	cri          Runtime
 	pleg         RelistedPods
-	states       *runtime.PodCache // the pods' runtime state the PLEG keeps current; nil without a PLEG
+	states       *pleg.PodCache // the pods' runtime state the PLEG keeps current; nil without a PLEG
 	statuses     *statusmanager.Manager
 	recorder     EventRecorder
 	clock        clock.WithTicker
