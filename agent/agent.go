@@ -34,6 +34,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/staticpods"
 	"github.com/nodelet/nodelet/volumes"
 )
@@ -128,7 +129,7 @@ type Agent struct {
 	// volumeMgr sets up the pods' volumes (nil on a simulated node).
 	volumeMgr *volumes.Manager
 	// hostResources are the host's facts the containers' resources follow, read once (none when simulated).
-	hostResources runtime.HostResources
+	hostResources podconfig.HostResources
 }
 
 // New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the

@@ -23,6 +23,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/staticpods"
 	"github.com/nodelet/nodelet/volumes"
 )
@@ -192,7 +193,7 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 	}
 	opts := podlifecycle.Options{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Standalone: a.standalone, HostIPs: hostIPs,
-		Sandbox: runtime.SandboxOptions{
+		Sandbox: podconfig.SandboxOptions{
 			ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, ResolvConf: derefString(kc.ResolverConfig),
 			PodLogsDir: kc.PodLogsDir, CgroupDriver: kc.CgroupDriver, CgroupsPerQOS: kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS,
 			CgroupRoot: kc.CgroupRoot, NodeHostname: cfg.Hostname,

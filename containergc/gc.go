@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/periodic"
-	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // GCPeriod is how often the Collector collects: the kubelet's ContainerGCPeriod.
@@ -125,7 +125,7 @@ func New(opts Options) (*Collector, error) {
 		c.clock = clock.RealClock{}
 	}
 	if c.podLogs == "" {
-		c.podLogs = runtime.DefaultPodLogsDir
+		c.podLogs = podconfig.DefaultPodLogsDir
 	}
 	return c, nil
 }

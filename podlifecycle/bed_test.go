@@ -28,6 +28,7 @@ import (
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // lifecycleBed is a Reconciler built by New over the in-memory runtime (runtime/fake, through the real
@@ -88,7 +89,7 @@ func (b *lifecycleBed) start() {
 	r, err := New(Deps{Runtime: b.cri, Recorder: b.rec, Clock: b.clk, Client: b.api, Secrets: APIObjects{Reader: b.api},
 		Node: bedNodeObject, PLEG: b.pleg},
 		Options{NodeName: bedNode, RootDir: root, HostIPs: []string{"192.0.2.10"},
-			Sandbox: runtime.SandboxOptions{PodLogsDir: filepath.Join(root, "logs"), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
+			Sandbox: podconfig.SandboxOptions{PodLogsDir: filepath.Join(root, "logs"), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
 	if err != nil {
 		b.t.Fatal(err)
 	}

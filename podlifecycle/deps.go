@@ -23,6 +23,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/statusmanager"
 )
 
@@ -81,7 +82,7 @@ type Options struct {
 	// HostIPs are the node's IPs (status.hostIPs, and the pod IPs of host-network pods).
 	HostIPs []string
 	// Sandbox configures pod sandboxes: DNS, log directory, cgroups.
-	Sandbox runtime.SandboxOptions
+	Sandbox podconfig.SandboxOptions
 	// StaticKinds are the configured static pod sources ("file", "http"): until each was read once, no
 	// pod is stopped for being missing from Deps.Static.
 	StaticKinds []string
@@ -98,7 +99,7 @@ type Options struct {
 	SeccompDefault bool
 	// HostResources are the node's settings and host facts every container's CRI resources follow: huge page
 	// sizes, cgroup v2 OOM group kill, swap.
-	HostResources runtime.HostResources
+	HostResources podconfig.HostResources
 	// HousekeepingPeriod is how often orphans are looked for (default 2 s, the kubelet's); hollow nodes
 	// look less often.
 	HousekeepingPeriod time.Duration

@@ -26,8 +26,8 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/statusmanager"
 )
 
@@ -56,14 +56,14 @@ type Reconciler struct {
 	nodeName     string
 	rootDir      string
 	hostIPs      []string
-	sandboxOpts  runtime.SandboxOptions
+	sandboxOpts  podconfig.SandboxOptions
 	maxWorkers   int
 	resyncPeriod time.Duration
 	// housekeepingPeriod is how often orphans are looked for.
 	housekeepingPeriod time.Duration
 	sysctls            *SysctlAllowlist
 	seccompDefault     bool
-	hostResources      runtime.HostResources
+	hostResources      podconfig.HostResources
 	// admitters run before the reconciler's own admission (the eviction manager's).
 	admitters []PodAdmitter
 

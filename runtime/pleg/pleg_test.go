@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // plegWait bounds every wait for something asynchronous (CRI events, goroutines ending).
@@ -82,11 +83,11 @@ func (e *plegEnv) runPod(t *testing.T, pod *corev1.Pod, containers ...string) (s
 	t.Helper()
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
-		Labels:   runtime.SandboxLabels(pod),
+		Labels:   podconfig.SandboxLabels(pod),
 	}
 	var labels func(string) map[string]string
 	if pod.UID != "" {
-		labels = func(name string) map[string]string { return runtime.ContainerLabels(pod, name) }
+		labels = func(name string) map[string]string { return podconfig.ContainerLabels(pod, name) }
 	} else {
 		cfg.Labels, labels = nil, func(string) map[string]string { return nil }
 	}
