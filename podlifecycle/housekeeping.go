@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // defaultHousekeepingPeriod is how often the agent looks for orphans (the kubelet's housekeeping period).
@@ -127,7 +127,7 @@ func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntim
 		if !e.IsDir() || desired[uid] || inRuntime[uid] || r.known(uid) {
 			continue
 		}
-		dir, err := runtime.PodDir(r.rootDir, uid)
+		dir, err := podconfig.PodDir(r.rootDir, uid)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Leaving a pod directory alone", "podUID", uid)
 			continue

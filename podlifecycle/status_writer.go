@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 func (r *Reconciler) setWaiting(w *podWorker, name string, wt podstatus.Waiting) {
@@ -42,7 +43,7 @@ func (r *Reconciler) computeStatus(ctx context.Context, w *podWorker, pod *corev
 		Terminating: w.stage() >= terminating, Terminated: w.stage() == terminated,
 		RuntimeName: r.runtimeName(ctx), Now: r.clock.Now(), Ready: r.probes.Ready, Started: r.probes.Started,
 		TerminationMessage: func(c *runtime.ContainerStatus) string {
-			return runtime.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)
+			return podconfig.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)
 		},
 	}
 	if last := r.statuses.Status(pod.UID); last != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // syncPod is the kubelet's SyncPod for a pod that should run: create the sandbox if needed, stop what
@@ -116,7 +117,7 @@ func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *core
 
 func (r *Reconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	r.reportMissingClusterDNS(pod)
-	cfg, err := runtime.SandboxConfig(pod, attempt, r.sandboxOpts)
+	cfg, err := podconfig.SandboxConfig(pod, attempt, r.sandboxOpts)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox config for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -141,7 +142,7 @@ func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev
 	}
 	var handler string
 	if err == nil {
-		handler, err = runtime.RuntimeHandler(pod, func(name string) (string, error) {
+		handler, err = podconfig.RuntimeHandler(pod, func(name string) (string, error) {
 			if r.secrets == nil {
 				return "", fmt.Errorf("runtime class %q: no API access", name)
 			}
@@ -167,7 +168,7 @@ func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev
 
 // makePodDirs creates <root>/pods/<uid> and the pod's log directory.
 func (r *Reconciler) makePodDirs(pod *corev1.Pod, logDir string) error {
-	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
+	podDir, err := podconfig.PodDir(r.rootDir, pod.UID)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func (r *Reconciler) makePodDirs(pod *corev1.Pod, logDir string) error {
 
 // backoffKey identifies a container for the crash-loop back-off (the kubelet's GetBackoffKey).
 func backoffKey(pod *corev1.Pod, c *corev1.Container) string {
-	return fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, c.Name, runtime.HashContainer(c))
+	return fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, c.Name, podconfig.HashContainer(c))
 }
 
 // formatPod names a pod as the kubelet's messages do: name_namespace(uid).
@@ -288,7 +289,7 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	if err != nil {
 		return nil, err
 	}
-	env, _, err := runtime.MakeEnvironment(ctx, pod, c, runtime.EnvOptions{
+	env, _, err := podconfig.MakeEnvironment(ctx, pod, c, podconfig.EnvOptions{
 		NodeName: r.nodeName, HostIPs: r.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
 	}, r.secrets)
 	if err != nil {
@@ -307,19 +308,19 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 		return nil, err
 	}
 	// The image's user, for runAsNonRoot and the user the container runs as (the kubelet's getImageUser).
-	imageUID, imageUser, err := runtime.LookupImageUser(ctx, r.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
+	imageUID, imageUser, err := podconfig.LookupImageUser(ctx, r.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
 	if err != nil {
 		return nil, err
 	}
-	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
+	podDir, err := podconfig.PodDir(r.rootDir, pod.UID)
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := runtime.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
+	hosts, err := podconfig.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
 	if err != nil {
 		return nil, err
 	}
-	termLog, err := runtime.NewTerminationLog(podDir, c.Name)
+	termLog, err := podconfig.NewTerminationLog(podDir, c.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -327,11 +328,11 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	if err != nil {
 		return nil, err
 	}
-	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
+	return podconfig.ContainerConfig(pod, c, s.kind, s.restartCount, podconfig.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
-		SeccompDefault: r.seccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.rootDir), HostResources: r.hostResources,
+		SeccompDefault: r.seccompDefault, SeccompProfileRoot: podconfig.SeccompProfileRoot(r.rootDir), HostResources: r.hostResources,
 		Env: env, Mounts: mounts, Devices: devices, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
-		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
+		Files: podconfig.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})
 }
 

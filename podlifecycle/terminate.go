@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // defaultGracePeriod is the API's default terminationGracePeriodSeconds.
@@ -262,13 +263,13 @@ func (r *Reconciler) removePod(ctx context.Context, w *podWorker, st *runtime.Po
 	if err := r.volumes.TearDown(ctx, w.uid); err != nil {
 		return fmt.Errorf("tear down volumes: %w", err)
 	}
-	if err := removeDir(runtime.PodDir(r.rootDir, w.uid)); err != nil {
+	if err := removeDir(podconfig.PodDir(r.rootDir, w.uid)); err != nil {
 		return err
 	}
 	if r.sandboxOpts.PodLogsDir != "" {
 		stub := &corev1.Pod{}
 		stub.Namespace, stub.Name, stub.UID = w.key.Namespace, w.key.Name, w.uid
-		if err := removeDir(runtime.PodLogDir(r.sandboxOpts.PodLogsDir, stub)); err != nil {
+		if err := removeDir(podconfig.PodLogDir(r.sandboxOpts.PodLogsDir, stub)); err != nil {
 			return err
 		}
 	}

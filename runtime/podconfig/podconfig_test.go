@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/runtime"
 )
 
 const gi = 1 << 30
@@ -103,8 +104,8 @@ func TestSandboxConfigPlainPod(t *testing.T) {
 			Options:  []string{"ndots:5"},
 		},
 		PortMappings: []*runtimeapi.PortMapping{{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080}},
-		Labels: map[string]string{"app": "web", LabelPodName: "web", LabelPodNamespace: "default",
-			LabelPodUID: "1234-abcd"},
+		Labels: map[string]string{"app": "web", runtime.LabelPodName: "web", runtime.LabelPodNamespace: "default",
+			runtime.LabelPodUID: "1234-abcd"},
 		Annotations: map[string]string{"note": "x"},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			CgroupParent: "/kubepods/burstable/pod1234-abcd",
@@ -406,7 +407,7 @@ func TestContainerConfig(t *testing.T) {
 	c.WorkingDir = "/work"
 	c.Stdin, c.StdinOnce, c.TTY = true, true, true
 
-	got, err := ContainerConfig(pod, c, KindRegular, 3, containerOpts())
+	got, err := ContainerConfig(pod, c, runtime.KindRegular, 3, containerOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +424,7 @@ func TestContainerConfig(t *testing.T) {
 			{HostPath: "/var/lib/nodelet/pods/1234-abcd/containers/app/0a1b2c3d", ContainerPath: "/dev/termination-log"},
 		},
 		Labels:      ContainerLabels(pod, "app"),
-		Annotations: ContainerAnnotations(pod, c, KindRegular, 3),
+		Annotations: ContainerAnnotations(pod, c, runtime.KindRegular, 3),
 		LogPath:     "app/3.log",
 		Stdin:       true, StdinOnce: true, Tty: true,
 		Linux: &runtimeapi.LinuxContainerConfig{
@@ -439,7 +440,7 @@ func TestContainerConfig(t *testing.T) {
 		},
 	}
 	assertProto(t, got, want)
-	if got.Annotations[AnnotationContainerRestartCount] != "3" || got.Labels[LabelContainerName] != "app" {
+	if got.Annotations[runtime.AnnotationContainerRestartCount] != "3" || got.Labels[runtime.LabelContainerName] != "app" {
 		t.Errorf("labels %v / annotations %v lack the container's identity", got.Labels, got.Annotations)
 	}
 }
@@ -468,7 +469,7 @@ func TestContainerMounts(t *testing.T) {
 			pod, opts := testPod(), containerOpts()
 			c := &pod.Spec.Containers[0]
 			tt.mutate(c, &opts)
-			cfg, err := ContainerConfig(pod, c, KindRegular, 0, opts)
+			cfg, err := ContainerConfig(pod, c, runtime.KindRegular, 0, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -546,7 +547,7 @@ func TestContainerResources(t *testing.T) {
 			if tt.opts != nil {
 				tt.opts(&opts)
 			}
-			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], KindRegular, 0, opts)
+			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], runtime.KindRegular, 0, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -684,7 +685,7 @@ func TestContainerSecurityContext(t *testing.T) {
 			if tt.opts != nil {
 				tt.opts(&opts)
 			}
-			cfg, err := ContainerConfig(pod, c, KindRegular, 0, opts)
+			cfg, err := ContainerConfig(pod, c, runtime.KindRegular, 0, opts)
 			if tt.errMsg != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errMsg) || !errors.Is(err, ErrCreateContainerConfig) {
 					t.Fatalf("err = %v, want a CreateContainerConfigError containing %q", err, tt.errMsg)
@@ -707,13 +708,13 @@ func TestContainerConfigKinds(t *testing.T) {
 	}
 	tests := []struct {
 		c        *corev1.Container
-		kind     ContainerKind
+		kind     runtime.ContainerKind
 		wantInit string
 		wantSide string
 	}{
-		{&pod.Spec.Containers[0], KindRegular, "", ""},
-		{&pod.Spec.InitContainers[0], KindInit, "true", ""},
-		{&pod.Spec.InitContainers[1], KindSidecar, "true", "true"},
+		{&pod.Spec.Containers[0], runtime.KindRegular, "", ""},
+		{&pod.Spec.InitContainers[0], runtime.KindInit, "true", ""},
+		{&pod.Spec.InitContainers[1], runtime.KindSidecar, "true", "true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.c.Name, func(t *testing.T) {
@@ -722,8 +723,8 @@ func TestContainerConfigKinds(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := cfg.Annotations
-			if a[AnnotationContainerInit] != tt.wantInit || a[AnnotationContainerRestartableInit] != tt.wantSide ||
-				a[AnnotationContainerImageSpec] != tt.c.Image || cfg.LogPath != tt.c.Name+"/1.log" {
+			if a[runtime.AnnotationContainerInit] != tt.wantInit || a[runtime.AnnotationContainerRestartableInit] != tt.wantSide ||
+				a[runtime.AnnotationContainerImageSpec] != tt.c.Image || cfg.LogPath != tt.c.Name+"/1.log" {
 				t.Errorf("annotations %v, log path %q", a, cfg.LogPath)
 			}
 		})

@@ -1,4 +1,4 @@
-package runtime_test
+package pleg_test
 
 import (
 	"bytes"
@@ -26,6 +26,8 @@ import (
 
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
+	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // plegWait bounds every wait for something asynchronous (CRI events, goroutines ending).
@@ -63,17 +65,17 @@ func newPLEGEnv(t *testing.T) *plegEnv {
 	return &plegEnv{rt: rt, client: c, clk: clk}
 }
 
-func (e *plegEnv) newPLEG(opts runtime.PLEGOptions) *runtime.PLEG {
+func (e *plegEnv) newPLEG(opts pleg.Options) *pleg.PLEG {
 	opts.Clock = e.clk
-	return runtime.NewPLEG(e.client, opts)
+	return pleg.New(e.client, opts)
 }
 
 func plegPod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid")}}
 }
 
-func refOf(pod *corev1.Pod) runtime.PodRef {
-	return runtime.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+func refOf(pod *corev1.Pod) pleg.PodRef {
+	return pleg.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 }
 
 // runPod runs a labelled sandbox for pod with one started container per name.
@@ -81,11 +83,11 @@ func (e *plegEnv) runPod(t *testing.T, pod *corev1.Pod, containers ...string) (s
 	t.Helper()
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
-		Labels:   runtime.SandboxLabels(pod),
+		Labels:   podconfig.SandboxLabels(pod),
 	}
 	var labels func(string) map[string]string
 	if pod.UID != "" {
-		labels = func(name string) map[string]string { return runtime.ContainerLabels(pod, name) }
+		labels = func(name string) map[string]string { return podconfig.ContainerLabels(pod, name) }
 	} else {
 		cfg.Labels, labels = nil, func(string) map[string]string { return nil }
 	}
@@ -120,7 +122,7 @@ func (e *plegEnv) run(t *testing.T, cfg *runtimeapi.PodSandboxConfig, labels fun
 
 // relist runs one relist, which must succeed, and returns the events it emitted. Relist is synchronous, so
 // everything it emitted is already in the channel.
-func relist(t *testing.T, p *runtime.PLEG) []runtime.Event {
+func relist(t *testing.T, p *pleg.PLEG) []pleg.Event {
 	t.Helper()
 	if err := p.Relist(context.Background()); err != nil {
 		t.Fatalf("Relist: %v", err)
@@ -128,8 +130,8 @@ func relist(t *testing.T, p *runtime.PLEG) []runtime.Event {
 	return drain(p.Events())
 }
 
-func drain(ch <-chan runtime.Event) []runtime.Event {
-	var out []runtime.Event
+func drain(ch <-chan pleg.Event) []pleg.Event {
+	var out []pleg.Event
 	for {
 		select {
 		case ev := <-ch:
@@ -141,9 +143,9 @@ func drain(ch <-chan runtime.Event) []runtime.Event {
 }
 
 // receive waits (bounded) for n events.
-func receive(t *testing.T, ch <-chan runtime.Event, n int) []runtime.Event {
+func receive(t *testing.T, ch <-chan pleg.Event, n int) []pleg.Event {
 	t.Helper()
-	var out []runtime.Event
+	var out []pleg.Event
 	timeout := time.After(plegWait)
 	for len(out) < n {
 		select {
@@ -171,28 +173,28 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func expectEvents(t *testing.T, got []runtime.Event, want ...runtime.Event) {
+func expectEvents(t *testing.T, got []pleg.Event, want ...pleg.Event) {
 	t.Helper()
 	if !slices.Equal(got, want) {
 		t.Fatalf("events:\n got  %v\n want %v", got, want)
 	}
 }
 
-func ev(pod *corev1.Pod, typ runtime.EventType, id string) runtime.Event {
-	return runtime.Event{Pod: refOf(pod), Type: typ, ContainerID: id}
+func ev(pod *corev1.Pod, typ pleg.EventType, id string) pleg.Event {
+	return pleg.Event{Pod: refOf(pod), Type: typ, ContainerID: id}
 }
 
 func TestPLEGReportsOnlyPodsThatChanged(t *testing.T) {
 	e := newPLEGEnv(t)
-	p := e.newPLEG(runtime.PLEGOptions{})
+	p := e.newPLEG(pleg.Options{})
 	web, db := plegPod("web"), plegPod("db")
 
 	webSB, webCtrs := e.runPod(t, web, "app")
-	expectEvents(t, relist(t, p), ev(web, runtime.ContainerStarted, webCtrs[0]), ev(web, runtime.SandboxChanged, webSB))
+	expectEvents(t, relist(t, p), ev(web, pleg.ContainerStarted, webCtrs[0]), ev(web, pleg.SandboxChanged, webSB))
 
 	dbSB, dbCtrs := e.runPod(t, db, "postgres", "backup")
-	expectEvents(t, relist(t, p), ev(db, runtime.ContainerStarted, dbCtrs[0]),
-		ev(db, runtime.ContainerStarted, dbCtrs[1]), ev(db, runtime.SandboxChanged, dbSB))
+	expectEvents(t, relist(t, p), ev(db, pleg.ContainerStarted, dbCtrs[0]),
+		ev(db, pleg.ContainerStarted, dbCtrs[1]), ev(db, pleg.SandboxChanged, dbSB))
 
 	expectEvents(t, relist(t, p))
 	pods := p.Pods()
@@ -204,7 +206,7 @@ func TestPLEGReportsOnlyPodsThatChanged(t *testing.T) {
 
 func TestPLEGIgnoresObjectsWithoutPodLabels(t *testing.T) {
 	e := newPLEGEnv(t)
-	p := e.newPLEG(runtime.PLEGOptions{})
+	p := e.newPLEG(pleg.Options{})
 	e.runPod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: "other"}}, "sidecar")
 	if len(e.rt.Containers()) != 1 {
 		t.Fatal("the foreign container was not created")
@@ -217,7 +219,7 @@ func TestPLEGIgnoresObjectsWithoutPodLabels(t *testing.T) {
 
 func TestPLEGContainerLifecycle(t *testing.T) {
 	e := newPLEGEnv(t)
-	p := e.newPLEG(runtime.PLEGOptions{})
+	p := e.newPLEG(pleg.Options{})
 	ctx := context.Background()
 	web := plegPod("web")
 	sb, ctrs := e.runPod(t, web, "app", "log")
@@ -226,22 +228,22 @@ func TestPLEGContainerLifecycle(t *testing.T) {
 	if err := e.rt.ExitContainer(ctrs[0], 1, ""); err != nil {
 		t.Fatal(err)
 	}
-	expectEvents(t, relist(t, p), ev(web, runtime.ContainerDied, ctrs[0]))
+	expectEvents(t, relist(t, p), ev(web, pleg.ContainerDied, ctrs[0]))
 
 	if err := e.client.RemoveContainer(ctx, ctrs[0]); err != nil {
 		t.Fatal(err)
 	}
-	expectEvents(t, relist(t, p), ev(web, runtime.ContainerRemoved, ctrs[0]))
+	expectEvents(t, relist(t, p), ev(web, pleg.ContainerRemoved, ctrs[0]))
 
 	if err := e.client.StopPodSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	expectEvents(t, relist(t, p), ev(web, runtime.ContainerDied, ctrs[1]), ev(web, runtime.SandboxChanged, sb))
+	expectEvents(t, relist(t, p), ev(web, pleg.ContainerDied, ctrs[1]), ev(web, pleg.SandboxChanged, sb))
 
 	if err := e.client.RemovePodSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	expectEvents(t, relist(t, p), ev(web, runtime.ContainerRemoved, ctrs[1]), ev(web, runtime.SandboxChanged, sb))
+	expectEvents(t, relist(t, p), ev(web, pleg.ContainerRemoved, ctrs[1]), ev(web, pleg.SandboxChanged, sb))
 	if pods := p.Pods(); len(pods) != 0 {
 		t.Fatalf("Pods() = %v, want none", pods)
 	}
@@ -249,19 +251,19 @@ func TestPLEGContainerLifecycle(t *testing.T) {
 
 func TestPLEGContainerRemovedWhileRunningDiesAndIsRemoved(t *testing.T) {
 	e := newPLEGEnv(t)
-	p := e.newPLEG(runtime.PLEGOptions{})
+	p := e.newPLEG(pleg.Options{})
 	web := plegPod("web")
 	_, ctrs := e.runPod(t, web, "app")
 	relist(t, p)
 	if err := e.client.RemoveContainer(context.Background(), ctrs[0]); err != nil {
 		t.Fatal(err)
 	}
-	expectEvents(t, relist(t, p), ev(web, runtime.ContainerDied, ctrs[0]), ev(web, runtime.ContainerRemoved, ctrs[0]))
+	expectEvents(t, relist(t, p), ev(web, pleg.ContainerDied, ctrs[0]), ev(web, pleg.ContainerRemoved, ctrs[0]))
 }
 
 func TestPLEGHealthFollowsSuccessfulRelists(t *testing.T) {
 	e := newPLEGEnv(t)
-	p := e.newPLEG(runtime.PLEGOptions{})
+	p := e.newPLEG(pleg.Options{})
 	if err := p.Healthy(); err == nil {
 		t.Fatal("healthy before any relist")
 	}
@@ -286,7 +288,7 @@ func TestPLEGHealthFollowsSuccessfulRelists(t *testing.T) {
 	}
 
 	e.rt.InjectError("ListContainers", nil)
-	expectEvents(t, relist(t, p), ev(web, runtime.ContainerStarted, ctrs[0]), ev(web, runtime.SandboxChanged, sb))
+	expectEvents(t, relist(t, p), ev(web, pleg.ContainerStarted, ctrs[0]), ev(web, pleg.SandboxChanged, sb))
 	if err := p.Healthy(); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +297,7 @@ func TestPLEGHealthFollowsSuccessfulRelists(t *testing.T) {
 func TestPLEGDropsAndCountsEventsWhenTheChannelIsFull(t *testing.T) {
 	e := newPLEGEnv(t)
 	reg := prometheus.NewRegistry()
-	p := e.newPLEG(runtime.PLEGOptions{EventBuffer: 1, Metrics: reg})
+	p := e.newPLEG(pleg.Options{EventBuffer: 1, Metrics: reg})
 	events := p.Events()
 	e.runPod(t, plegPod("web"), "app", "log")
 
@@ -351,7 +353,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 func TestPLEGSourceEnqueuesReconcileRequests(t *testing.T) {
 	e := newPLEGEnv(t)
-	p := e.newPLEG(runtime.PLEGOptions{})
+	p := e.newPLEG(pleg.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
@@ -381,7 +383,7 @@ func TestPLEGSourceEnqueuesReconcileRequests(t *testing.T) {
 }
 
 // startPLEG runs p.Start until the test ends, and waits for the first relist.
-func startPLEG(t *testing.T, p *runtime.PLEG, log logr.Logger) {
+func startPLEG(t *testing.T, p *pleg.PLEG, log logr.Logger) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), log))
 	done := make(chan error, 1)
@@ -403,24 +405,24 @@ func startPLEG(t *testing.T, p *runtime.PLEG, log logr.Logger) {
 func TestPLEGFollowsCRIEvents(t *testing.T) {
 	e := newPLEGEnv(t)
 	reg := prometheus.NewRegistry()
-	p := e.newPLEG(runtime.PLEGOptions{UseEvents: true, Metrics: reg})
+	p := e.newPLEG(pleg.Options{UseEvents: true, Metrics: reg})
 	events := p.Events()
 	startPLEG(t, p, logr.Discard())
 	eventually(t, "the event subscription", func() bool { return e.rt.EventSubscribers() == 1 })
 
 	web := plegPod("web")
 	sb, ctrs := e.runPod(t, web, "app") // the clock stands still: no relist, so these come from CRI events
-	expectEvents(t, receive(t, events, 4), ev(web, runtime.SandboxChanged, sb), ev(web, runtime.SandboxChanged, sb),
-		ev(web, runtime.ContainerChanged, ctrs[0]), ev(web, runtime.ContainerStarted, ctrs[0]))
+	expectEvents(t, receive(t, events, 4), ev(web, pleg.SandboxChanged, sb), ev(web, pleg.SandboxChanged, sb),
+		ev(web, pleg.ContainerChanged, ctrs[0]), ev(web, pleg.ContainerStarted, ctrs[0]))
 
 	if err := e.rt.ExitContainer(ctrs[0], 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	expectEvents(t, receive(t, events, 1), ev(web, runtime.ContainerDied, ctrs[0]))
+	expectEvents(t, receive(t, events, 1), ev(web, pleg.ContainerDied, ctrs[0]))
 	if err := e.client.RemoveContainer(context.Background(), ctrs[0]); err != nil {
 		t.Fatal(err)
 	}
-	expectEvents(t, receive(t, events, 1), ev(web, runtime.ContainerRemoved, ctrs[0]))
+	expectEvents(t, receive(t, events, 1), ev(web, pleg.ContainerRemoved, ctrs[0]))
 	if got := gathered(t, reg, "kubelet_evented_pleg_connection_success_count"); got != 1 {
 		t.Errorf("kubelet_evented_pleg_connection_success_count = %v, want 1", got)
 	}
@@ -430,7 +432,7 @@ func TestPLEGResubscribesToCRIEventsWithBackoff(t *testing.T) {
 	e := newPLEGEnv(t)
 	e.rt.InjectErrorOnce("GetContainerEvents", status.Error(codes.Unavailable, "containerd restarting"))
 	reg := prometheus.NewRegistry()
-	p := e.newPLEG(runtime.PLEGOptions{UseEvents: true, Period: time.Hour, Metrics: reg})
+	p := e.newPLEG(pleg.Options{UseEvents: true, Period: time.Hour, Metrics: reg})
 	startPLEG(t, p, logr.Discard())
 	eventually(t, "the failed subscription", func() bool { return slices.Contains(e.rt.Calls(), "GetContainerEvents") })
 	if e.rt.EventSubscribers() != 0 {
@@ -450,7 +452,7 @@ func TestPLEGRelistsOnlyWhenTheRuntimeHasNoEvents(t *testing.T) {
 	e.rt.InjectError("GetContainerEvents", status.Error(codes.Unimplemented, "not in containerd 1.7"))
 	logs := &syncBuffer{}
 	log := funcr.New(func(prefix, args string) { logs.write(prefix + args + "\n") }, funcr.Options{})
-	p := e.newPLEG(runtime.PLEGOptions{UseEvents: true})
+	p := e.newPLEG(pleg.Options{UseEvents: true})
 	events := p.Events()
 	startPLEG(t, p, log)
 	eventually(t, "the log line", func() bool { return strings.Contains(logs.String(), "offers no container events") })
@@ -458,7 +460,7 @@ func TestPLEGRelistsOnlyWhenTheRuntimeHasNoEvents(t *testing.T) {
 	web := plegPod("web")
 	sb, ctrs := e.runPod(t, web, "app")
 	e.clk.Step(time.Second) // the next relist tick
-	expectEvents(t, receive(t, events, 2), ev(web, runtime.ContainerStarted, ctrs[0]), ev(web, runtime.SandboxChanged, sb))
+	expectEvents(t, receive(t, events, 2), ev(web, pleg.ContainerStarted, ctrs[0]), ev(web, pleg.SandboxChanged, sb))
 	e.clk.Step(time.Minute)
 	if n := count(e.rt.Calls(), "GetContainerEvents"); n != 1 {
 		t.Fatalf("GetContainerEvents called %d times, want 1", n)

@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // The kubelet's swap limits (configureContainerSwapResources) by cgroup version, swap behavior and QoS class.
@@ -53,7 +54,7 @@ func TestContainerSwap(t *testing.T) {
 				tt.pod(pod)
 			}
 			opts.CgroupV2, opts.SwapController, opts.SwapBehavior, opts.NodeSwap = tt.v2, !tt.noCtl, tt.behavior, nodeSwap
-			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], KindRegular, 0, opts)
+			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], runtime.KindRegular, 0, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +77,7 @@ func TestContainerOOMGroupOnlyOnV2(t *testing.T) {
 	}{{false, false, ""}, {true, false, "1"}, {true, true, ""}} {
 		pod, opts := testPod(), containerOpts()
 		opts.CgroupV2, opts.SingleProcessOOMKill = tt.v2, tt.single
-		cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], KindRegular, 0, opts)
+		cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], runtime.KindRegular, 0, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

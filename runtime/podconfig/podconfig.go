@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // DefaultPodLogsDir is where the kubelet keeps container logs unless configured otherwise.
@@ -328,7 +329,7 @@ type HostResources struct {
 
 // ContainerConfig builds a container's CRI config like the kubelet's generateContainerConfig. Its errors
 // match ErrCreateContainerConfig.
-func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind ContainerKind, restartCount int, opts ContainerOptions) (*runtimeapi.ContainerConfig, error) {
+func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind runtime.ContainerKind, restartCount int, opts ContainerOptions) (*runtimeapi.ContainerConfig, error) {
 	if err := verifyRunAsNonRoot(pod, c, opts.ImageUID, opts.ImageUsername); err != nil {
 		return nil, asConfigError(err)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	"testing"
@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // debugPod is testPod with an ephemeral container "debugger" (kubectl debug --target=app).
@@ -41,7 +43,7 @@ func TestEphemeralContainerProcessNamespace(t *testing.T) {
 			pod, c := debugPod(tt.mutate)
 			opts := containerOpts()
 			opts.TargetContainerID = tt.targetID
-			cfg, err := ContainerConfig(pod, c, KindEphemeral, 0, opts)
+			cfg, err := ContainerConfig(pod, c, runtime.KindEphemeral, 0, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,8 +54,8 @@ func TestEphemeralContainerProcessNamespace(t *testing.T) {
 			if !cfg.Stdin || !cfg.Tty {
 				t.Errorf("stdin/tty = %v/%v, want both", cfg.Stdin, cfg.Tty)
 			}
-			if cfg.Labels[LabelContainerName] != "debugger" || cfg.Metadata.Name != "debugger" {
-				t.Errorf("container named %q/%q, want debugger", cfg.Labels[LabelContainerName], cfg.Metadata.Name)
+			if cfg.Labels[runtime.LabelContainerName] != "debugger" || cfg.Metadata.Name != "debugger" {
+				t.Errorf("container named %q/%q, want debugger", cfg.Labels[runtime.LabelContainerName], cfg.Metadata.Name)
 			}
 		})
 	}
@@ -62,9 +64,9 @@ func TestEphemeralContainerProcessNamespace(t *testing.T) {
 // An agent restarted without the pod spec still tells an ephemeral container from a regular one.
 func TestEphemeralKindRecordedInAnnotations(t *testing.T) {
 	pod, c := debugPod(nil)
-	a := ContainerAnnotations(pod, c, KindEphemeral, 0)
-	st := DecodeContainerStatus(&runtimeapi.ContainerStatus{Id: "x", Metadata: &runtimeapi.ContainerMetadata{Name: c.Name}, Annotations: a}, "sb")
-	if st.Kind != KindEphemeral {
+	a := ContainerAnnotations(pod, c, runtime.KindEphemeral, 0)
+	st := runtime.DecodeContainerStatus(&runtimeapi.ContainerStatus{Id: "x", Metadata: &runtimeapi.ContainerMetadata{Name: c.Name}, Annotations: a}, "sb")
+	if st.Kind != runtime.KindEphemeral {
 		t.Errorf("kind = %v, want KindEphemeral", st.Kind)
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package pleg
 
 import "github.com/prometheus/client_golang/prometheus"
 

@@ -1,4 +1,4 @@
-package runtime
+package pleg
 
 import (
 	"slices"
@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // PodCache holds the last runtime state read for each pod, as the kubelet's PLEG cache does, so that a
@@ -24,7 +26,7 @@ type PodCache struct {
 }
 
 type podCacheEntry struct {
-	status *PodStatus
+	status *runtime.PodStatus
 	gen    uint64
 	valid  bool
 }
@@ -36,14 +38,14 @@ func NewPodCache() *PodCache {
 
 // Get returns a copy of the pod's state and its generation when the entry is current. The copy's slices
 // are the caller's; the sandbox and container statuses they point to are shared and must not be modified.
-func (c *PodCache) Get(uid types.UID) (*PodStatus, uint64, bool) {
+func (c *PodCache) Get(uid types.UID) (*runtime.PodStatus, uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[uid]
 	if e == nil || !e.valid || e.status == nil {
 		return nil, 0, false
 	}
-	return e.status.shallowCopy(), e.gen, true
+	return e.status.ShallowCopy(), e.gen, true
 }
 
 // Begin returns the generation a read of the pod that starts now passes to Put.
@@ -55,14 +57,14 @@ func (c *PodCache) Begin(uid types.UID) uint64 {
 
 // Put stores st as the pod's state, read (or derived from a read) since gen. It is current only when
 // nothing invalidated the pod since then.
-func (c *PodCache) Put(uid types.UID, st *PodStatus, gen uint64) {
+func (c *PodCache) Put(uid types.UID, st *runtime.PodStatus, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[uid]
 	if e == nil || e.gen != gen {
 		return // forgotten or invalidated since the read began: the next reader reads again
 	}
-	e.status, e.valid = st.shallowCopy(), true
+	e.status, e.valid = st.ShallowCopy(), true
 }
 
 // Invalidate makes the next reader of the pod read the runtime.
@@ -136,14 +138,14 @@ func (c *PodCache) observe(uid types.UID, resp *runtimeapi.ContainerEventRespons
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[uid]
-	if e == nil || !e.valid || !e.status.shows(resp) {
+	if e == nil || !e.valid || !shows(e.status, resp) {
 		c.invalidate(e)
 	}
 }
 
 // agrees reports whether st holds exactly the relisted sandboxes and containers, in the same states (a nil
 // pod is a pod the runtime holds nothing for).
-func (p *RelistedPod) agrees(st *PodStatus) bool {
+func (p *RelistedPod) agrees(st *runtime.PodStatus) bool {
 	var sandboxes []*runtimeapi.PodSandbox
 	var containers []*runtimeapi.Container
 	if p != nil {
@@ -160,7 +162,7 @@ func (p *RelistedPod) agrees(st *PodStatus) bool {
 		}
 	}
 	for _, ctr := range containers {
-		if !slices.ContainsFunc(st.Containers, func(s *ContainerStatus) bool {
+		if !slices.ContainsFunc(st.Containers, func(s *runtime.ContainerStatus) bool {
 			return s.ID == ctr.GetId() && s.State == ctr.GetState()
 		}) {
 			return false
@@ -172,7 +174,7 @@ func (p *RelistedPod) agrees(st *PodStatus) bool {
 // shows reports whether st already reflects a container event: the container exists in a state at or past
 // the event's (a late "created" for a running container changes nothing), or is gone for a deletion.
 // Sandbox events are never assumed to be known.
-func (st *PodStatus) shows(resp *runtimeapi.ContainerEventResponse) bool {
+func shows(st *runtime.PodStatus, resp *runtimeapi.ContainerEventResponse) bool {
 	id := resp.GetContainerId()
 	if id == resp.GetPodSandboxStatus().GetId() {
 		return false
@@ -196,35 +198,4 @@ func (st *PodStatus) shows(resp *runtimeapi.ContainerEventResponse) bool {
 	default:
 		return false
 	}
-}
-
-// shallowCopy copies the status and its slices; the statuses the slices point to are shared.
-func (st *PodStatus) shallowCopy() *PodStatus {
-	out := *st
-	out.IPs = slices.Clone(st.IPs)
-	out.Sandboxes = slices.Clone(st.Sandboxes)
-	out.Containers = slices.Clone(st.Containers)
-	return &out
-}
-
-// WithSandbox returns a copy of st with sb as its newest sandbox (replacing an earlier status of the same
-// sandbox), and the sandbox's IPs when it is ready: what a reader that just ran the sandbox knows.
-func (st *PodStatus) WithSandbox(sb *runtimeapi.PodSandboxStatus) *PodStatus {
-	out := st.shallowCopy()
-	out.Sandboxes = slices.DeleteFunc(out.Sandboxes, func(s *runtimeapi.PodSandboxStatus) bool { return s.GetId() == sb.GetId() })
-	out.Sandboxes = append([]*runtimeapi.PodSandboxStatus{sb}, out.Sandboxes...)
-	out.IPs = nil
-	if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
-		out.IPs = sandboxIPs(sb)
-	}
-	return out
-}
-
-// WithContainer returns a copy of st with c as its newest container (replacing an earlier status of the
-// same container): what a reader that just created or started the container knows.
-func (st *PodStatus) WithContainer(c *ContainerStatus) *PodStatus {
-	out := st.shallowCopy()
-	out.Containers = slices.DeleteFunc(out.Containers, func(s *ContainerStatus) bool { return s.ID == c.ID })
-	out.Containers = append([]*ContainerStatus{c}, out.Containers...)
-	return out
 }

@@ -1,4 +1,4 @@
-package runtime
+package pleg
 
 import (
 	"context"
@@ -20,13 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/internal/periodic"
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // PLEG defaults, as in the kubelet.
 const (
-	DefaultPLEGPeriod         = time.Second
-	DefaultPLEGStallThreshold = 3 * time.Minute
-	DefaultPLEGEventBuffer    = 1000
+	DefaultPeriod         = time.Second
+	DefaultStallThreshold = 3 * time.Minute
+	DefaultEventBuffer    = 1000
 )
 
 // PodRef names a pod the runtime holds something for.
@@ -71,15 +72,15 @@ type RelistedPod struct {
 	Containers []*runtimeapi.Container
 }
 
-// relister is what the PLEG needs of the runtime; *Client satisfies it.
+// relister is what the PLEG needs of the runtime; *runtime.Client satisfies it.
 type relister interface {
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	GetContainerEvents(ctx context.Context) (runtimeapi.RuntimeService_GetContainerEventsClient, error)
 }
 
-// PLEGOptions configure a PLEG. Zero values take the defaults.
-type PLEGOptions struct {
+// Options configure a PLEG. Zero values take the defaults.
+type Options struct {
 	// Period between relists (default 1s).
 	Period time.Duration
 	// StallThreshold: Healthy fails when the last successful relist is older (default 3m).
@@ -99,18 +100,18 @@ type PLEGOptions struct {
 	OnContainerDied func(Event)
 }
 
-func (o PLEGOptions) withDefaults() PLEGOptions {
+func (o Options) withDefaults() Options {
 	if o.Period <= 0 {
-		o.Period = DefaultPLEGPeriod
+		o.Period = DefaultPeriod
 	}
 	if o.StallThreshold <= 0 {
-		o.StallThreshold = DefaultPLEGStallThreshold
+		o.StallThreshold = DefaultStallThreshold
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
 	if o.EventBuffer <= 0 {
-		o.EventBuffer = DefaultPLEGEventBuffer
+		o.EventBuffer = DefaultEventBuffer
 	}
 	return o
 }
@@ -123,7 +124,7 @@ func (o PLEGOptions) withDefaults() PLEGOptions {
 // (or Source is started twice) each event goes to only one of them.
 type PLEG struct {
 	runtime relister
-	opts    PLEGOptions
+	opts    Options
 	metrics *plegMetrics
 	started atomic.Bool
 
@@ -141,8 +142,8 @@ type relistedState struct {
 	pods []RelistedPod
 }
 
-// NewPLEG returns a PLEG relisting r. It does nothing until Start (or Relist) is called.
-func NewPLEG(r relister, opts PLEGOptions) *PLEG {
+// New returns a PLEG relisting r. It does nothing until Start (or Relist) is called.
+func New(r relister, opts Options) *PLEG {
 	opts = opts.withDefaults()
 	return &PLEG{
 		runtime: r,
@@ -280,11 +281,11 @@ func podFor(pods map[types.UID]*RelistedPod, labels map[string]string) *Relisted
 
 // podRefOf reads the kubelet's pod labels; ok is false when there is no pod UID (not a pod of ours).
 func podRefOf(labels map[string]string) (PodRef, bool) {
-	uid := PodUIDOf(labels)
+	uid := runtime.PodUIDOf(labels)
 	if uid == "" {
 		return PodRef{}, false
 	}
-	return PodRef{UID: uid, Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace]}, true
+	return PodRef{UID: uid, Name: labels[runtime.LabelPodName], Namespace: labels[runtime.LabelPodNamespace]}, true
 }
 
 func sortedPods(pods map[types.UID]*RelistedPod) []RelistedPod {

@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 func TestSeccompProfileRoot(t *testing.T) {
@@ -47,7 +49,7 @@ func TestSeccompDefault(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := containerOpts()
 			opts.SeccompDefault = tt.seccompDefault
-			cfg, err := ContainerConfig(tt.pod, &tt.pod.Spec.Containers[0], KindRegular, 0, opts)
+			cfg, err := ContainerConfig(tt.pod, &tt.pod.Spec.Containers[0], runtime.KindRegular, 0, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +98,7 @@ func TestLocalhostSeccompProfilePaths(t *testing.T) {
 				}
 				opts := containerOpts()
 				opts.SeccompProfileRoot = root
-				cfg, err := ContainerConfig(p, &p.Spec.Containers[0], KindRegular, 0, opts)
+				cfg, err := ContainerConfig(p, &p.Spec.Containers[0], runtime.KindRegular, 0, opts)
 				if tt.want == "" {
 					if !errors.Is(err, ErrCreateContainerConfig) {
 						t.Fatalf("ContainerConfig = %v, want a CreateContainerConfigError", err)

@@ -1,10 +1,12 @@
-package runtime
+package pleg
 
 import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 const (
@@ -12,10 +14,10 @@ const (
 	exited  = runtimeapi.ContainerState_CONTAINER_EXITED
 )
 
-func cachedPod(states ...runtimeapi.ContainerState) *PodStatus {
-	st := &PodStatus{UID: "u", Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb", State: runtimeapi.PodSandboxState_SANDBOX_READY}}}
+func cachedPod(states ...runtimeapi.ContainerState) *runtime.PodStatus {
+	st := &runtime.PodStatus{UID: "u", Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb", State: runtimeapi.PodSandboxState_SANDBOX_READY}}}
 	for i, s := range states {
-		st.Containers = append(st.Containers, &ContainerStatus{ID: string(rune('a' + i)), State: s})
+		st.Containers = append(st.Containers, &runtime.ContainerStatus{ID: string(rune('a' + i)), State: s})
 	}
 	return st
 }
@@ -81,7 +83,7 @@ func TestPodCacheFollowsTheRelist(t *testing.T) {
 		})
 	}
 	c := NewPodCache()
-	c.Put("u", &PodStatus{UID: "u"}, c.Begin("u"))
+	c.Put("u", &runtime.PodStatus{UID: "u"}, c.Begin("u"))
 	c.reconcile(map[types.UID]*RelistedPod{})
 	if !current(c) {
 		t.Error("a pod with nothing in the runtime yet lost its (empty) state on a relist that agrees")
@@ -121,8 +123,8 @@ func TestPodCacheCopiesAreTheCallers(t *testing.T) {
 	c := NewPodCache()
 	c.Put("u", cachedPod(running), c.Begin("u"))
 	st, _, _ := c.Get("u")
-	_ = st.WithContainer(&ContainerStatus{ID: "new", State: running})
-	st.Containers[0] = &ContainerStatus{ID: "replaced"}
+	_ = st.WithContainer(&runtime.ContainerStatus{ID: "new", State: running})
+	st.Containers[0] = &runtime.ContainerStatus{ID: "replaced"}
 	again, _, _ := c.Get("u")
 	if len(again.Containers) != 1 || again.Containers[0].ID != "a" {
 		t.Errorf("the cached state changed through a copy: %+v", again.Containers)

@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	corev1 "k8s.io/api/core/v1"

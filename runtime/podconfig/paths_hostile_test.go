@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podrules/podrulestest"
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // refused checks that a path builder turned a hostile identifier into an ErrUnsafePathSegment and no path.
@@ -55,7 +56,7 @@ func TestPathBuildersRefuseHostileIdentifiers(t *testing.T) {
 			pod := testPod()
 			c := &pod.Spec.Containers[0]
 			c.Name = v
-			_, err = ContainerConfig(pod, c, KindRegular, 0, containerOpts())
+			_, err = ContainerConfig(pod, c, runtime.KindRegular, 0, containerOpts())
 			if !errors.Is(err, podrules.ErrUnsafePathSegment) || !errors.Is(err, ErrCreateContainerConfig) {
 				t.Errorf("ContainerConfig with a hostile container name: %v, want a CreateContainerConfigError", err)
 			}

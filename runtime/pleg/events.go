@@ -1,4 +1,4 @@
-package runtime
+package pleg
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 
 	"github.com/go-logr/logr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // eventsBackoff spaces re-subscriptions to the runtime's container events.
-var eventsBackoff = Backoff{Initial: time.Second, Max: 30 * time.Second}
+var eventsBackoff = runtime.Backoff{Initial: time.Second, Max: 30 * time.Second}
 
 // errEventStreamClosed: the runtime ended the container event stream without an error.
 var errEventStreamClosed = errors.New("container event stream closed by the runtime")
@@ -35,7 +37,7 @@ func (p *PLEG) watchEvents(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, ErrUnimplemented):
+		case errors.Is(err, runtime.ErrUnimplemented):
 			log.Info("Container runtime offers no container events, relisting only")
 			return
 		case received:
@@ -68,7 +70,7 @@ func (p *PLEG) followEvents(ctx context.Context) (received bool, err error) {
 			if !received && ctx.Err() == nil {
 				p.metrics.connError.Inc()
 			}
-			return received, mapError("GetContainerEvents", err)
+			return received, runtime.MapError("GetContainerEvents", err)
 		}
 		if !received {
 			p.metrics.connSuccess.Inc()
