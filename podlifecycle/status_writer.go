@@ -11,35 +11,13 @@ import (
 	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
-func (r *Reconciler) setWaiting(w *podWorker, name string, wt podstatus.Waiting) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w.waiting[name] = wt
-}
-
-func (r *Reconciler) clearWaiting(w *podWorker, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(w.waiting, name)
-}
-
-func (r *Reconciler) waitingSnapshot(w *podWorker) map[string]podstatus.Waiting {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]podstatus.Waiting, len(w.waiting))
-	for k, v := range w.waiting {
-		out[k] = v
-	}
-	return out
-}
-
 // computeStatus is the status the pod has now, from the runtime state just read. It builds on the status
 // last computed (the kubelet's status manager cache); api is the status the API holds, whose conditions
 // owned by others (readiness gates) it keeps.
 func (r *Reconciler) computeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, api *corev1.PodStatus, st *runtime.PodStatus) corev1.PodStatus {
 	in := podstatus.Input{
 		API: api,
-		Pod: pod, Runtime: st, Waiting: r.waitingSnapshot(w), HostIPs: r.hostIPs, Override: w.override,
+		Pod: pod, Runtime: st, Waiting: w.waitingSnapshot(), HostIPs: r.hostIPs, Override: w.override,
 		Terminating: w.stage() >= terminating, Terminated: w.stage() == terminated,
 		RuntimeName: r.runtimeName(ctx), Now: r.clock.Now(), Ready: r.probes.Ready, Started: r.probes.Started,
 		TerminationMessage: func(c *runtime.ContainerStatus) string {

@@ -208,7 +208,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 		if wait := r.crash.InBackOffSince(key, s.lastExit.FinishedAt); wait > 0 {
 			r.recorder.Eventf(containerRef(pod, c), corev1.EventTypeWarning, "BackOff",
 				"Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
-			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf(
+			w.setWaiting(c.Name, podstatus.Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf(
 				"back-off %s restarting failed container=%s pod=%s", r.crash.Delay(key), c.Name, formatPod(pod))})
 			return result{after: wait}, ""
 		}
@@ -245,7 +245,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	}
 	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
 	r.metrics.containerStarts.Inc()
-	r.clearWaiting(w, c.Name)
+	w.clearWaiting(c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		r.runPostStart(w, pod, c, id)
 	}
@@ -257,10 +257,10 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 // ContainerCreating otherwise), as the kubelet, which pulls within the sync, never shows another.
 func (r *Reconciler) waitForImage(w *podWorker, name string, waiting podstatus.Waiting) {
 	if waiting.Reason == "ContainerCreating" {
-		r.clearWaiting(w, name)
+		w.clearWaiting(name)
 		return
 	}
-	r.setWaiting(w, name, waiting)
+	w.setWaiting(name, waiting)
 }
 
 // containerFailed records a failed container step the kubelet's way: a Failed event "Error: <reason>"
@@ -268,7 +268,7 @@ func (r *Reconciler) waitForImage(w *podWorker, name string, waiting podstatus.W
 func (r *Reconciler) containerFailed(pod *corev1.Pod, w *podWorker, c *corev1.Container, reason string, err error, retry time.Duration) result {
 	msg := err.Error()
 	r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)
-	r.setWaiting(w, c.Name, podstatus.Waiting{Reason: reason, Message: msg})
+	w.setWaiting(c.Name, podstatus.Waiting{Reason: reason, Message: msg})
 	return result{after: retry}
 }
 

@@ -3,8 +3,10 @@ package podlifecycle
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +39,8 @@ func (l lifecycle) String() string {
 // twice at once; the fields below without a note belong to that reconcile alone. Other pods' reconciles
 // read a worker during their admission (admittedPods), so what admission reads is shared: the state and
 // admitted flag are atomics (read them with stage and isAdmitted), and pod is written only under the
-// reconciler's mu. Background work (hooks, kills) reaches a worker only through mu (waiting, postStart)
-// or by enqueueing its key.
+// reconciler's mu. Background work (hooks, kills) reaches a worker only through its waiting reasons
+// (guarded by the worker's own mu) or by enqueueing its key.
 type podWorker struct {
 	uid types.UID
 	key types.NamespacedName
@@ -62,9 +64,9 @@ type podWorker struct {
 	kill             *killOp
 	tornDown         bool
 
-	waiting       map[string]podstatus.Waiting
+	mu            sync.Mutex                   // guards waiting
+	waiting       map[string]podstatus.Waiting // why containers wait, by name (background work sets it too)
 	mountErrors   map[string]bool
-	postStart     map[string]bool // container IDs whose postStart hook runs
 	startObserved bool
 }
 
@@ -79,6 +81,27 @@ func (w *podWorker) setState(s lifecycle) {
 			return
 		}
 	}
+}
+
+// setWaiting records why container name waits.
+func (w *podWorker) setWaiting(name string, wt podstatus.Waiting) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting[name] = wt
+}
+
+// clearWaiting forgets why container name waited.
+func (w *podWorker) clearWaiting(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.waiting, name)
+}
+
+// waitingSnapshot is a copy of why containers wait.
+func (w *podWorker) waitingSnapshot() map[string]podstatus.Waiting {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.waiting)
 }
 
 // isAdmitted reports whether the pod passed admission (or was found running, which needs none).
@@ -114,7 +137,7 @@ func (r *Reconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) [
 func (r *Reconciler) ensureWorkerLocked(uid types.UID, key types.NamespacedName) *podWorker {
 	w, ok := r.workers[uid]
 	if !ok {
-		w = &podWorker{uid: uid, key: key, gracePeriod: -1, waiting: map[string]podstatus.Waiting{}, postStart: map[string]bool{}}
+		w = &podWorker{uid: uid, key: key, gracePeriod: -1, waiting: map[string]podstatus.Waiting{}}
 		r.workers[uid] = w
 		if r.byKey[key] == nil {
 			r.byKey[key] = map[types.UID]bool{}
