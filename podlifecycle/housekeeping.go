@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/internal/periodic"
 	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
@@ -24,18 +25,9 @@ const defaultHousekeepingPeriod = 2 * time.Second
 // and removes them like any pod that is no longer desired.
 type housekeeping struct{ r *Reconciler }
 
-// Start runs housekeeping until ctx ends.
+// Start runs housekeeping every housekeeping period until ctx ends.
 func (h *housekeeping) Start(ctx context.Context) error {
-	t := h.r.clock.NewTicker(h.r.housekeepingPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-			h.run(ctx)
-		}
-	}
+	return periodic.Every(ctx, h.r.clock, h.r.housekeepingPeriod, h.run)
 }
 
 func (h *housekeeping) run(ctx context.Context) {
