@@ -95,37 +95,21 @@ func run(ctx context.Context, cfg *config.Config, log logr.Logger) error {
 	return nil
 }
 
-// takeoverMain is `nodelet takeover`, the command of the DaemonSet pod (deploy/): it enters the host's
-// mount namespace, then runs the agent with the flags of the kubelet it takes the node over from. Flags
-// after "--" are added to the kubelet's.
+// takeoverMain is `nodelet takeover`, the command of the DaemonSet pod (deploy/): the agent with the flags
+// of the kubelet it takes the node over from, run in the host's mount namespace (takeover.Command).
 func takeoverMain(args []string) {
-	fs := pflag.NewFlagSet("takeover", pflag.ContinueOnError)
-	hostRoot := fs.String("host-root", "/host", "where the pod mounts the host's /")
-	binDir := fs.String("bin-dir", "/var/lib/nodelet/bin", "host directory the nodelet binary is copied to")
-	nsenter := fs.String("nsenter", "/usr/bin/nsenter", "the host's nsenter")
-	inHost := fs.Bool("in-host", false, "already in the host's mount namespace (set by the first stage)")
-	_ = fs.MarkHidden("in-host")
-	if err := fs.Parse(args); err != nil {
+	agentArgs, err := takeover.Command(context.Background(), args, newLogger(0).WithName("takeover"))
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, takeover.ErrUsage):
 		fmt.Fprintln(os.Stderr, "nodelet takeover:", err)
 		os.Exit(2)
-	}
-	extra := fs.Args()
-	// The host's /proc and / once changed root to the host's (first stage) or in its mount namespace.
-	finder := takeover.Finder{InHost: *inHost, Systemd: takeover.SystemdUnits{}, Log: newLogger(0).WithName("takeover")}
-	if !*inHost {
-		next := append([]string{"takeover", "--in-host", "--"}, extra...)
-		err := takeover.Enter(context.Background(), takeover.EnterOptions{HostRoot: *hostRoot, BinDir: *binDir, Nsenter: *nsenter,
-			Args: next, Finder: finder})
-		fmt.Fprintln(os.Stderr, "nodelet takeover: cannot enter the host:", err)
-		os.Exit(1)
-	}
-	kubeletArgs, from, err := takeover.KubeletArgs(context.Background(), finder)
-	if err != nil {
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "nodelet takeover:", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "nodelet takeover: running with the flags of %s: %q, plus %q\n", from, kubeletArgs, extra)
-	agentMain(append(append(kubeletArgs, "--lock-contention-ignores-kubelet"), extra...))
+	agentMain(agentArgs)
 }
 
 // hollowMain is `nodelet hollow`: many simulated nodes in one process against a real cluster.

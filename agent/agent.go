@@ -33,6 +33,8 @@ import (
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/staticpods"
 	"github.com/nodelet/nodelet/volumes"
 )
@@ -49,6 +51,9 @@ type Options struct {
 	RestConfig *rest.Config
 	// Logger is the node's logger (default: controller-runtime's global logger), named by node.
 	Logger logr.Logger
+	// Clock is the clock of every component's timers, periods, back-offs and timestamps (default: the
+	// wall clock).
+	Clock clock.WithTicker
 	// Metrics registers and serves the node's metrics (default: controller-runtime's global registry).
 	// Several nodes in one process need one registry each.
 	Metrics ctrlmetrics.RegistererGatherer
@@ -127,7 +132,7 @@ type Agent struct {
 	// volumeMgr sets up the pods' volumes (nil on a simulated node).
 	volumeMgr *volumes.Manager
 	// hostResources are the host's facts the containers' resources follow, read once (none when simulated).
-	hostResources runtime.HostResources
+	hostResources podconfig.HostResources
 }
 
 // New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the
@@ -283,18 +288,23 @@ func (a *Agent) Manager() ctrl.Manager { return a.mgr }
 // NodeName is the node's name.
 func (a *Agent) NodeName() string { return a.cfg.NodeName }
 
-// clock is the wall clock every component uses.
-func (a *Agent) clock() clock.WithTicker { return clock.RealClock{} }
+// clock is the clock every component uses: Options.Clock, else the wall clock.
+func (a *Agent) clock() clock.WithTicker {
+	if a.opts.Clock != nil {
+		return a.opts.Clock
+	}
+	return clock.RealClock{}
+}
 
 // addChecks adds the health and readiness checks: ping, the runtime and the PLEG.
-func (a *Agent) addChecks(pleg *runtime.PLEG) error {
+func (a *Agent) addChecks(podEvents *pleg.PLEG) error {
 	if err := a.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 	if err := a.mgr.AddReadyzCheck("runtime", a.cri.ReadyCheck); err != nil {
 		return err
 	}
-	return a.mgr.AddReadyzCheck("pleg", func(*http.Request) error { return pleg.Healthy() })
+	return a.mgr.AddReadyzCheck("pleg", func(*http.Request) error { return podEvents.Healthy() })
 }
 
 // nodeIPs are --node-ip's addresses, or the one the hostname resolves to (else the default route's).

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podcgroups"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // errSwapOn is the kubelet's refusal of a host with swap on (failSwapOn, true by default).
@@ -57,31 +57,31 @@ func singleProcessOOMKill(kc *kubeletconfigv1beta1.KubeletConfiguration, unified
 
 // hostResources are the containers' host resources from the configuration and the host's facts: the machine's
 // huge page sizes and swap, the cgroup version and whether the memory controller limits swap.
-func hostResources(kc *kubeletconfigv1beta1.KubeletConfiguration, info machine.Info, unified, swapController bool) (runtime.HostResources, error) {
+func hostResources(kc *kubeletconfigv1beta1.KubeletConfiguration, info machine.Info, unified, swapController bool) (podconfig.HostResources, error) {
 	single, err := singleProcessOOMKill(kc, unified)
 	if err != nil {
-		return runtime.HostResources{}, err
+		return podconfig.HostResources{}, err
 	}
 	sizes := make([]int64, 0, len(info.HugePages))
 	for size := range info.HugePages {
 		sizes = append(sizes, size)
 	}
 	slices.Sort(sizes)
-	return runtime.HostResources{
+	return podconfig.HostResources{
 		HugePageSizes: sizes, CgroupV2: unified, SingleProcessOOMKill: single,
 		SwapController: swapController, SwapBehavior: kc.MemorySwap.SwapBehavior, NodeSwap: info.SwapBytes,
 	}, nil
 }
 
 // readHostResources reads the host once for hostResources: the machine, the cgroup filesystem at cgroupRoot.
-func readHostResources(kc *kubeletconfigv1beta1.KubeletConfiguration, host machine.Reader, cgroupRoot string) (runtime.HostResources, error) {
+func readHostResources(kc *kubeletconfigv1beta1.KubeletConfiguration, host machine.Reader, cgroupRoot string) (podconfig.HostResources, error) {
 	info, err := host.Info()
 	if err != nil {
-		return runtime.HostResources{}, err
+		return podconfig.HostResources{}, err
 	}
 	unified, err := podcgroups.IsUnified(cgroupRoot)
 	if err != nil {
-		return runtime.HostResources{}, err
+		return podconfig.HostResources{}, err
 	}
 	return hostResources(kc, info, unified, podcgroups.SwapController(cgroupRoot, unified, "/proc/self/cgroup"))
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/staticpods"
 	"github.com/nodelet/nodelet/volumes"
 )
@@ -39,13 +41,13 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	pleg := runtime.NewPLEG(cri, a.plegOptions())
-	a.local = append(a.local, pleg)
-	if err := a.addChecks(pleg); err != nil {
+	podEvents := pleg.New(cri, a.plegOptions())
+	a.local = append(a.local, podEvents)
+	if err := a.addChecks(podEvents); err != nil {
 		return err
 	}
 	store := a.staticPods(recorder)
-	pods, err := a.podReconciler(ctx, recorder, pleg, ips, store, connector)
+	pods, err := a.podReconciler(ctx, recorder, podEvents, ips, store, connector)
 	if err != nil {
 		return err
 	}
@@ -60,18 +62,18 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if a.standalone {
 		return nil
 	}
-	return a.setupAPI(ctx, recorder, ips, pleg, store)
+	return a.setupAPI(ctx, recorder, ips, podEvents, store)
 }
 
 // plegOptions relists every second, as the kubelet, or as the simulation says.
-func (a *Agent) plegOptions() runtime.PLEGOptions {
-	o := runtime.PLEGOptions{Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true}
+func (a *Agent) plegOptions() pleg.Options {
+	o := pleg.Options{Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true}
 	if sim := a.opts.Simulation; sim != nil && sim.RelistPeriod > 0 {
 		o.Period, o.EventBuffer = sim.RelistPeriod, 64
 	}
 	if a.opts.Simulation == nil {
 		// The container garbage collector, made later, trims a pod's dead containers on each death.
-		o.OnContainerDied = func(ev runtime.Event) {
+		o.OnContainerDied = func(ev pleg.Event) {
 			if c := a.containerDeletor.Load(); c != nil {
 				c.ContainerDied(ev)
 			}
@@ -89,7 +91,7 @@ func (s *Simulation) probe() probes.SimulateFunc {
 }
 
 // setupAPI wires what needs the API server: the pod index, the Node, its Lease and mirror pods.
-func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips []net.IP, pleg *runtime.PLEG, store *staticpods.Store) error {
+func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips []net.IP, podEvents *pleg.PLEG, store *staticpods.Store) error {
 	cfg, mgr := a.cfg, a.mgr
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, controllers.PodNodeNameField, controllers.PodNodeName); err != nil {
 		return fmt.Errorf("index pods by node: %w", err)
@@ -98,7 +100,7 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 	if err != nil {
 		return err
 	}
-	node.HealthChecks = []controllers.HealthCheck{{Name: "PLEG", Check: pleg.Healthy}}
+	node.HealthChecks = []controllers.HealthCheck{{Name: "PLEG", Check: podEvents.Healthy}}
 	if a.volumeMgr != nil {
 		// Attachable volumes are mounted once the node's status lists them: a change is written at once.
 		node.Volumes, a.volumeMgr.InUseChanged = a.volumeMgr, node.Trigger
@@ -132,9 +134,9 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 }
 
 // podReconciler is the pod workers, configured as the kubelet's configuration says.
-func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pleg *runtime.PLEG, ips []net.IP,
+func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, podEvents *pleg.PLEG, ips []net.IP,
 	store *staticpods.Store, connector *runtime.Connector) (*podlifecycle.Reconciler, error) {
-	deps := podlifecycle.Deps{Runtime: a.cri, PLEG: pleg, Recorder: rec, Clock: a.clock(),
+	deps := podlifecycle.Deps{Runtime: a.cri, PLEG: podEvents, Recorder: rec, Clock: a.clock(),
 		Admitters: []podlifecycle.PodAdmitter{&a.evictionAdmit}}
 	if !a.standalone {
 		deps.Client, deps.Secrets, deps.Node = a.mgr.GetClient(), podlifecycle.APIObjects{Reader: a.mgr.GetAPIReader()}, a.getNode
@@ -191,7 +193,7 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 	}
 	opts := podlifecycle.Options{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Standalone: a.standalone, HostIPs: hostIPs,
-		Sandbox: runtime.SandboxOptions{
+		Sandbox: podconfig.SandboxOptions{
 			ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, ResolvConf: derefString(kc.ResolverConfig),
 			PodLogsDir: kc.PodLogsDir, CgroupDriver: kc.CgroupDriver, CgroupsPerQOS: kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS,
 			CgroupRoot: kc.CgroupRoot, NodeHostname: cfg.Hostname,

@@ -19,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/containergc"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // pods is a fixed answer of PodsForGC.
@@ -33,13 +34,13 @@ func criPod(t *testing.T, c *runtime.Client, clk *clocktesting.FakeClock, logs, 
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid")}}
-	dir, err := runtime.PodLogDir(logs, pod)
+	dir, err := podconfig.PodLogDir(logs, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sbConfig := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
-		Labels:       runtime.SandboxLabels(pod),
+		Labels:       podconfig.SandboxLabels(pod),
 		LogDirectory: dir,
 	}
 	sb, err := c.RunPodSandbox(ctx, sbConfig, "")
@@ -50,13 +51,13 @@ func criPod(t *testing.T, c *runtime.Client, clk *clocktesting.FakeClock, logs, 
 	var ids []string
 	for i := range n {
 		clk.Step(time.Second) // attempts are told apart by their creation times
-		file, err := runtime.ContainerLogPath("app", i)
+		file, err := podconfig.ContainerLogPath("app", i)
 		if err != nil {
 			t.Fatal(err)
 		}
 		id, err := c.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: uint32(i)}, Image: &runtimeapi.ImageSpec{Image: spec.Image},
-			Labels: runtime.ContainerLabels(pod, "app"), Annotations: runtime.ContainerAnnotations(pod, spec, runtime.KindRegular, i),
+			Labels: podconfig.ContainerLabels(pod, "app"), Annotations: podconfig.ContainerAnnotations(pod, spec, runtime.KindRegular, i),
 			LogPath: file,
 		}, sbConfig)
 		if err != nil {

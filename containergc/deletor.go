@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
 )
 
 // deletorBuffer is how many container deaths may wait for the pod container deletor; more are dropped
@@ -17,7 +18,7 @@ import (
 const deletorBuffer = 64
 
 // ContainerDied hands a PLEG ContainerDied event to the pod container deletor without blocking.
-func (c *Collector) ContainerDied(ev runtime.Event) {
+func (c *Collector) ContainerDied(ev pleg.Event) {
 	select {
 	case c.died <- ev:
 	default:
@@ -38,7 +39,7 @@ func (c *Collector) runDeletor(ctx context.Context) {
 	}
 }
 
-func (c *Collector) deleteContainersInPod(ctx context.Context, ev runtime.Event) {
+func (c *Collector) deleteContainersInPod(ctx context.Context, ev pleg.Event) {
 	log := logr.FromContextOrDiscard(ctx)
 	cs, err := c.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		LabelSelector: map[string]string{runtime.LabelPodUID: string(ev.Pod.UID)}})

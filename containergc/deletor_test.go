@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
 )
 
 // On a container's death the deletor removes, at once and whatever their age, the exited containers of the
@@ -30,8 +30,8 @@ func TestPodContainerDeletor(t *testing.T) {
 	h.rt.container("busy", "app", 1, 4*time.Minute, exited)
 
 	ctx := context.Background()
-	h.c.deleteContainersInPod(ctx, runtime.Event{Pod: runtime.PodRef{UID: "a"}, Type: runtime.ContainerDied, ContainerID: "a-app-2"})
-	h.c.deleteContainersInPod(ctx, runtime.Event{Pod: runtime.PodRef{UID: "busy"}, Type: runtime.ContainerDied, ContainerID: "busy-app-1"})
+	h.c.deleteContainersInPod(ctx, pleg.Event{Pod: pleg.PodRef{UID: "a"}, Type: pleg.ContainerDied, ContainerID: "a-app-2"})
+	h.c.deleteContainersInPod(ctx, pleg.Event{Pod: pleg.PodRef{UID: "busy"}, Type: pleg.ContainerDied, ContainerID: "busy-app-1"})
 	h.rt.mu.Lock()
 	defer h.rt.mu.Unlock()
 	// Newest first beyond the one kept, as the kubelet's deletor walks them.
@@ -86,16 +86,16 @@ func TestContainerDiedDropsDeathsBeyondTheBufferForTheCollection(t *testing.T) {
 
 // podsWithTwoDeadAttempts adds n active pods whose container "app" exited twice (attempts created a minute
 // before t0 and at t0), and returns the death of each pod's newest attempt, in pod order.
-func podsWithTwoDeadAttempts(h *harness, n int) []runtime.Event {
+func podsWithTwoDeadAttempts(h *harness, n int) []pleg.Event {
 	h.pods.pods = map[types.UID]bool{}
-	deaths := make([]runtime.Event, n)
+	deaths := make([]pleg.Event, n)
 	for i := range n {
 		uid := types.UID(fmt.Sprintf("p%03d", i))
 		h.pods.pods[uid] = false
 		h.rt.sandbox(uid, 0, 0, ready)
 		h.rt.container(uid, "app", 0, time.Minute, exited)
 		died := h.rt.container(uid, "app", 1, 0, exited)
-		deaths[i] = runtime.Event{Pod: runtime.PodRef{UID: uid}, Type: runtime.ContainerDied, ContainerID: died}
+		deaths[i] = pleg.Event{Pod: pleg.PodRef{UID: uid}, Type: pleg.ContainerDied, ContainerID: died}
 	}
 	return deaths
 }

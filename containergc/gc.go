@@ -15,7 +15,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/periodic"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // GCPeriod is how often the Collector collects: the kubelet's ContainerGCPeriod.
@@ -99,7 +100,7 @@ type Collector struct {
 	legacyDir string
 	ready     <-chan struct{}
 	// died carries container deaths to the pod container deletor.
-	died chan runtime.Event
+	died chan pleg.Event
 
 	gcMu sync.Mutex // one pass (or one deletor removal) at a time
 
@@ -117,14 +118,14 @@ func New(opts Options) (*Collector, error) {
 	}
 	c := &Collector{
 		runtime: opts.Runtime, pods: opts.Pods, clock: opts.Clock, recorder: opts.Recorder, policy: opts.Policy,
-		podLogs: opts.PodLogsDir, legacyDir: opts.LegacyLogsDir, ready: opts.Ready, died: make(chan runtime.Event, deletorBuffer),
+		podLogs: opts.PodLogsDir, legacyDir: opts.LegacyLogsDir, ready: opts.Ready, died: make(chan pleg.Event, deletorBuffer),
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: opts.NodeName, UID: types.UID(opts.NodeName)},
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
 	if c.podLogs == "" {
-		c.podLogs = runtime.DefaultPodLogsDir
+		c.podLogs = podconfig.DefaultPodLogsDir
 	}
 	return c, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 const (
@@ -48,7 +49,7 @@ func (c *Collector) removeContainerLogs(ctx context.Context, id string) error {
 }
 
 // logPath is the container's log file as the runtime reports it, else where nodelet asks runtimes to write
-// it (runtime.PodLogDir and runtime.ContainerLogPath from the container's labels and restart count
+// it (podconfig.PodLogDir and podconfig.ContainerLogPath from the container's labels and restart count
 // annotation). ok is false when there is none to remove: identifiers unsafe as path segments, or a file
 // outside the pod logs directory, which is never removed.
 func (c *Collector) logPath(ctx context.Context, st *runtimeapi.ContainerStatus) (string, bool) {
@@ -61,11 +62,11 @@ func (c *Collector) logPath(ctx context.Context, st *runtimeapi.ContainerStatus)
 		if err != nil {
 			restarts = int(st.GetMetadata().GetAttempt())
 		}
-		dir, err := runtime.PodLogDir(c.podLogs, pod)
+		dir, err := podconfig.PodLogDir(c.podLogs, pod)
 		if err != nil {
 			return "", false
 		}
-		file, err := runtime.ContainerLogPath(st.GetMetadata().GetName(), restarts)
+		file, err := podconfig.ContainerLogPath(st.GetMetadata().GetName(), restarts)
 		if err != nil {
 			return "", false
 		}

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 // LeaseBatch renews the Leases of many nodes of one process (hollow nodes) from one goroutine per
@@ -56,18 +58,10 @@ func (b *LeaseBatch) interval() time.Duration {
 	return b.Interval
 }
 
-// Start renews the members every interval until ctx ends.
+// Start renews the members every interval, the first time one interval after Start (a member renews at once
+// when it joins), until ctx ends.
 func (b *LeaseBatch) Start(ctx context.Context) error {
-	t := b.Clock.NewTicker(b.interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-			b.renewAll()
-		}
-	}
+	return periodic.Every(ctx, b.Clock, b.interval(), func(context.Context) { b.renewAll() })
 }
 
 // renewAll renews every current member once, Workers at a time, and returns when all are done.

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/internal/periodic"
 	"github.com/nodelet/nodelet/machine"
 )
 
@@ -138,20 +139,7 @@ func (r *NodeReconciler) Trigger() {
 
 // tick asks for an evaluation now and then every UpdateFrequency, until ctx ends.
 func (r *NodeReconciler) tick(ctx context.Context) error {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}
-	t := r.Clock.NewTicker(r.UpdateFrequency)
-	defer t.Stop()
-	for {
-		select {
-		case r.ticks <- event.GenericEvent{Object: node}:
-		default: // an evaluation is already queued
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-		}
-	}
+	return periodic.Run(ctx, r.Clock, nil, r.UpdateFrequency, func(context.Context) { r.Trigger() })
 }
 
 // Reconcile registers the node if needed and brings its status up to date.

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/controllers"
-	"github.com/nodelet/nodelet/internal/simnode"
 	"github.com/nodelet/nodelet/podlifecycle"
+	"github.com/nodelet/nodelet/simnode"
 )
 
 // Options configure a process of hollow nodes.

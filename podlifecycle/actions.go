@@ -6,6 +6,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // startAction is a container to create and start.
@@ -296,7 +297,7 @@ func keepRunning(pod *corev1.Pod, c *corev1.Container, kind runtime.ContainerKin
 		if podrules.ShouldContainerBeRestarted(pod, c, last.Attempt()) {
 			a.start = append(a.start, restartOf(c, kind, last))
 		}
-	case last.Hash != 0 && last.Hash != runtime.HashContainer(c):
+	case last.Hash != 0 && last.Hash != podconfig.HashContainer(c):
 		a.kill = append(a.kill, killAction{container: last,
 			message: "Container " + c.Name + " definition changed, will be restarted"})
 	default:

@@ -15,6 +15,7 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // resetAction is a container attempt to remove when all containers restart in place.
@@ -67,7 +68,7 @@ func (r *Reconciler) restartingAllContainers(ctx context.Context, w *podWorker, 
 		return false
 	}
 	s := r.computeStatus(ctx, w, pod, &pod.Status, st)
-	w.lastStatus = &s
+	r.statuses.Keep(pod.UID, s)
 	return podstatus.AllContainersRestarting(&s)
 }
 
@@ -122,7 +123,7 @@ var logFileName = regexp.MustCompile(`^(\d+)\.log(\..*)?`)
 // containerLogDir is the directory of a container's log files; "" when an identifier cannot be part of a
 // path (the container's config then fails with that error).
 func (r *Reconciler) containerLogDir(pod *corev1.Pod, name string) string {
-	dir, err := runtime.ContainerLogDir(r.sandboxOpts.PodLogsDir, pod, name)
+	dir, err := podconfig.ContainerLogDir(r.sandboxOpts.PodLogsDir, pod, name)
 	if err != nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 const sb1 = "sb1"
@@ -33,7 +34,7 @@ func ctr(pod *corev1.Pod, name string, state runtimeapi.ContainerState, exit int
 	c := &runtime.ContainerStatus{ID: name + "-" + string(rune('0'+attempt)), Name: name, SandboxID: sb1, State: state,
 		ExitCode: exit, RestartCount: attempt, CreatedAt: time.Unix(int64(100+attempt), 0)}
 	if spec := containerSpec(pod, name); spec != nil {
-		c.Hash = runtime.HashContainer(spec)
+		c.Hash = podconfig.HashContainer(spec)
 	}
 	if state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		c.FinishedAt = time.Unix(int64(200+attempt), 0)

@@ -27,6 +27,8 @@ import (
 
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/fake"
+	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // lifecycleBed is a Reconciler built by New over the in-memory runtime (runtime/fake, through the real
@@ -43,7 +45,7 @@ type lifecycleBed struct {
 	cri  *runtime.Client
 	api  *bedAPI
 	rec  *record.FakeRecorder
-	pleg *runtime.PLEG
+	pleg *pleg.PLEG
 	r    *Reconciler
 }
 
@@ -82,12 +84,12 @@ func newLifecycleBed(t *testing.T) *lifecycleBed {
 func (b *lifecycleBed) start() {
 	b.t.Helper()
 	b.rec = record.NewFakeRecorder(1000)
-	b.pleg = runtime.NewPLEG(b.cri, runtime.PLEGOptions{Clock: b.clk, EventBuffer: 1 << 16})
+	b.pleg = pleg.New(b.cri, pleg.Options{Clock: b.clk, EventBuffer: 1 << 16})
 	root := b.t.TempDir()
 	r, err := New(Deps{Runtime: b.cri, Recorder: b.rec, Clock: b.clk, Client: b.api, Secrets: APIObjects{Reader: b.api},
 		Node: bedNodeObject, PLEG: b.pleg},
 		Options{NodeName: bedNode, RootDir: root, HostIPs: []string{"192.0.2.10"},
-			Sandbox: runtime.SandboxOptions{PodLogsDir: filepath.Join(root, "logs"), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
+			Sandbox: podconfig.SandboxOptions{PodLogsDir: filepath.Join(root, "logs"), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelet/nodelet/podrules"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // reasonFailedCreatePodContainer is the kubelet's event reason when it cannot make a pod's cgroup.
@@ -22,7 +22,7 @@ func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *
 		return true
 	}
 	// The pod cgroup's name: the sandbox's cgroup parent is its path in the cgroup driver's layout.
-	parent := runtime.PodCgroupName(pod, r.sandboxOpts).ToCgroupfs()
+	parent := podconfig.PodCgroupName(pod, r.sandboxOpts).ToCgroupfs()
 	// As the kubelet, the QoS cgroups are brought up to date first; a failure there is only logged.
 	if err := r.podCgroups.UpdateQoS(r.burstableMilliCPU()); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to update QoS cgroups while syncing pod")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // cgroupLog records what the pod reconciler asks of the pod cgroups and the runtime, in order.
@@ -71,7 +72,7 @@ func cgroupReconciler(t *testing.T, cg *cgroupLog) (*Reconciler, *record.FakeRec
 	rec := record.NewFakeRecorder(10)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
 	r := newTestReconciler(t, Deps{Runtime: cg, PodCgroups: cg, Recorder: rec, Clock: clk},
-		Options{Sandbox: runtime.SandboxOptions{CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/", PodLogsDir: t.TempDir()}})
+		Options{Sandbox: podconfig.SandboxOptions{CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/", PodLogsDir: t.TempDir()}})
 	return r, rec
 }
 

@@ -22,6 +22,9 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
+	"github.com/nodelet/nodelet/statusmanager"
 )
 
 // Deps are what the Reconciler works with. Runtime, Recorder and Clock are required. Client, Secrets
@@ -79,7 +82,7 @@ type Options struct {
 	// HostIPs are the node's IPs (status.hostIPs, and the pod IPs of host-network pods).
 	HostIPs []string
 	// Sandbox configures pod sandboxes: DNS, log directory, cgroups.
-	Sandbox runtime.SandboxOptions
+	Sandbox podconfig.SandboxOptions
 	// StaticKinds are the configured static pod sources ("file", "http"): until each was read once, no
 	// pod is stopped for being missing from Deps.Static.
 	StaticKinds []string
@@ -96,7 +99,7 @@ type Options struct {
 	SeccompDefault bool
 	// HostResources are the node's settings and host facts every container's CRI resources follow: huge page
 	// sizes, cgroup v2 OOM group kill, swap.
-	HostResources runtime.HostResources
+	HostResources podconfig.HostResources
 	// HousekeepingPeriod is how often orphans are looked for (default 2 s, the kubelet's); hollow nodes
 	// look less often.
 	HousekeepingPeriod time.Duration
@@ -121,6 +124,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		wake: make(chan event.GenericEvent, 1024), metrics: newPodMetrics(nil),
 	}
 	r.defaults()
+	r.statuses = statusmanager.New(deps.Client)
 	r.states = r.pleg.Cache()
 	r.puller = newImagePuller(r.cri, r.clock, opts.ImagePulls, r.recorder, deps.PullRecords, r.enqueueKey)
 	r.crash = newBackoff(r.clock, backoffInitial, backoffMax)
@@ -236,12 +240,12 @@ type Objects interface {
 	RuntimeHandler(ctx context.Context, runtimeClassName string) (string, error)
 }
 
-// RelistedPods is what the reconciler asks of the PLEG (runtime.PLEG): the pods the runtime holds, its
+// RelistedPods is what the reconciler asks of the PLEG (pleg.PLEG): the pods the runtime holds, its
 // events, and the pods' runtime state it keeps current (nil: every sync reads the runtime).
 type RelistedPods interface {
-	Pods() []runtime.RelistedPod
+	Pods() []pleg.RelistedPod
 	Source() source.Source
-	Cache() *runtime.PodCache
+	Cache() *pleg.PodCache
 }
 
 // Prober is what the reconciler asks of the probes (probes.Manager).
@@ -297,9 +301,9 @@ type PullRecorder interface {
 // noPLEG relists nothing.
 type noPLEG struct{}
 
-func (noPLEG) Pods() []runtime.RelistedPod { return nil }
-func (noPLEG) Source() source.Source       { return noSource }
-func (noPLEG) Cache() *runtime.PodCache    { return nil }
+func (noPLEG) Pods() []pleg.RelistedPod { return nil }
+func (noPLEG) Source() source.Source    { return noSource }
+func (noPLEG) Cache() *pleg.PodCache    { return nil }
 
 // noProbes runs no probes: every running container is started and ready, and none fails.
 type noProbes struct{}

@@ -23,20 +23,14 @@ const hookTimeout = 2 * time.Minute
 // runPostStart runs a container's postStart hook in the background. If it fails the container is
 // killed (FailedPostStartHook) and restarted per the restart policy, as in the kubelet.
 func (r *Reconciler) runPostStart(w *podWorker, pod *corev1.Pod, c *corev1.Container, id string) {
-	r.mu.Lock()
-	w.postStart[id] = true
-	r.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
 		defer cancel()
 		msg, err := r.runHandler(ctx, pod, c, id, c.Lifecycle.PostStart)
-		r.mu.Lock()
-		delete(w.postStart, id)
-		r.mu.Unlock()
 		if err != nil {
 			r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
 			ctrl.Log.WithName("hooks").Info("PostStart hook failed", "pod", w.key, "container", c.Name, "err", err.Error(), "output", msg)
-			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
+			w.setWaiting(c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
 			r.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
 				message: "FailedPostStartHook"}, r.clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second), nil)
 			r.changed(w.uid)

@@ -9,12 +9,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // TestContainerConfigCarriesTheHostResources: the node's huge page sizes, cgroup v2 group OOM kill and swap
 // settings reach the CRI container config the pod worker builds.
 func TestContainerConfigCarriesTheHostResources(t *testing.T) {
-	host := runtime.HostResources{HugePageSizes: []int64{2 << 20, 1 << 30}, CgroupV2: true, SwapController: true}
+	host := podconfig.HostResources{HugePageSizes: []int64{2 << 20, 1 << 30}, CgroupV2: true, SwapController: true}
 	r := newTestReconciler(t, Deps{Runtime: imageUserRuntime{}}, Options{RootDir: t.TempDir(), HostResources: host})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "1234-abcd"},
 		Spec: corev1.PodSpec{EnableServiceLinks: ptr.To(false), Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}

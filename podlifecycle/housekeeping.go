@@ -12,7 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/internal/periodic"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // defaultHousekeepingPeriod is how often the agent looks for orphans (the kubelet's housekeeping period).
@@ -24,18 +25,9 @@ const defaultHousekeepingPeriod = 2 * time.Second
 // and removes them like any pod that is no longer desired.
 type housekeeping struct{ r *Reconciler }
 
-// Start runs housekeeping until ctx ends.
+// Start runs housekeeping every housekeeping period until ctx ends.
 func (h *housekeeping) Start(ctx context.Context) error {
-	t := h.r.clock.NewTicker(h.r.housekeepingPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-			h.run(ctx)
-		}
-	}
+	return periodic.Every(ctx, h.r.clock, h.r.housekeepingPeriod, h.run)
 }
 
 func (h *housekeeping) run(ctx context.Context) {
@@ -96,28 +88,11 @@ func (r *Reconciler) desiredUIDs(apiPods []corev1.Pod) map[types.UID]bool {
 // wrote it, so that the agent writes its own back (the kubelet's status manager reconciles statuses with
 // the API's copies the same way): status-only updates do not trigger a sync by themselves.
 func (r *Reconciler) enqueueOverwritten(ctx context.Context, apiPods []corev1.Pod) {
-	writes := r.lastWrites()
-	for i := range apiPods {
-		p := &apiPods[i]
-		if writes[p.UID].overwritten(p) {
-			ctrl.LoggerFrom(ctx).V(1).Info("Pod status overwritten in the API, writing it back", "pod", types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-		}
+	for _, p := range r.statuses.Overwritten(apiPods) {
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		ctrl.LoggerFrom(ctx).V(1).Info("Pod status overwritten in the API, writing it back", "pod", key)
+		r.enqueue(key)
 	}
-}
-
-// lastWrites are the workers' last status writes by the UID of the object written (a static pod's is
-// its mirror pod's).
-func (r *Reconciler) lastWrites() map[types.UID]*statusWrite {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[types.UID]*statusWrite, len(r.workers))
-	for _, w := range r.workers {
-		if s := w.written.Load(); s != nil {
-			out[s.uid] = s
-		}
-	}
-	return out
 }
 
 // known reports whether a worker tracks uid (it is being synced or torn down).
@@ -144,7 +119,7 @@ func (h *housekeeping) removeOrphanedDirs(ctx context.Context, desired, inRuntim
 		if !e.IsDir() || desired[uid] || inRuntime[uid] || r.known(uid) {
 			continue
 		}
-		dir, err := runtime.PodDir(r.rootDir, uid)
+		dir, err := podconfig.PodDir(r.rootDir, uid)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Leaving a pod directory alone", "podUID", uid)
 			continue

@@ -14,6 +14,7 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podrules/podrulestest"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // hostileBed is an agent's root and pod logs directories next to a victim directory that hostile
@@ -32,7 +33,7 @@ func newHostileBed(t *testing.T) *hostileBed {
 			t.Fatal(err)
 		}
 	}
-	b.r = newTestReconciler(t, Deps{}, Options{RootDir: filepath.Join(base, "root"), Sandbox: runtime.SandboxOptions{PodLogsDir: filepath.Join(base, "logs")}})
+	b.r = newTestReconciler(t, Deps{}, Options{RootDir: filepath.Join(base, "root"), Sandbox: podconfig.SandboxOptions{PodLogsDir: filepath.Join(base, "logs")}})
 	return b
 }
 

@@ -26,7 +26,9 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/runtime/podconfig"
+	"github.com/nodelet/nodelet/statusmanager"
 )
 
 // Reconciler runs the pods bound to this node: the kubelet's pod workers, SyncPod, SyncTerminatingPod
@@ -39,7 +41,8 @@ type Reconciler struct {
 	client       client.Client // nil in standalone mode
 	cri          Runtime
 	pleg         RelistedPods
-	states       *runtime.PodCache // the pods' runtime state the PLEG keeps current; nil without a PLEG
+	states       *pleg.PodCache // the pods' runtime state the PLEG keeps current; nil without a PLEG
+	statuses     *statusmanager.Manager
 	recorder     EventRecorder
 	clock        clock.WithTicker
 	secrets      Objects                                         // nil in standalone mode
@@ -53,14 +56,14 @@ type Reconciler struct {
 	nodeName     string
 	rootDir      string
 	hostIPs      []string
-	sandboxOpts  runtime.SandboxOptions
+	sandboxOpts  podconfig.SandboxOptions
 	maxWorkers   int
 	resyncPeriod time.Duration
 	// housekeepingPeriod is how often orphans are looked for.
 	housekeepingPeriod time.Duration
 	sysctls            *SysctlAllowlist
 	seccompDefault     bool
-	hostResources      runtime.HostResources
+	hostResources      podconfig.HostResources
 	// admitters run before the reconciler's own admission (the eviction manager's).
 	admitters []PodAdmitter
 

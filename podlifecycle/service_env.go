@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/podrules"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // The kubelet's messages when it cannot build a container's service variables.
@@ -38,7 +38,7 @@ func (r *Reconciler) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
 	}
-	return runtime.ServiceEnv(services, pod.Namespace, *pod.Spec.EnableServiceLinks), nil
+	return podconfig.ServiceEnv(services, pod.Namespace, *pod.Spec.EnableServiceLinks), nil
 }
 
 // APIServices reads the cluster's Services from the manager's cache: the Node authorizer lets a node list
@@ -73,7 +73,7 @@ func (s *APIServices) ListServices(ctx context.Context) ([]corev1.Service, error
 // reportMissingClusterDNS records the kubelet's MissingClusterDNS warnings, on the node and on the pod,
 // when a ClusterFirst pod falls back to the Default DNS policy because the node has no clusterDNS.
 func (r *Reconciler) reportMissingClusterDNS(pod *corev1.Pod) {
-	if !runtime.MissingClusterDNS(pod, r.sandboxOpts) {
+	if !podconfig.MissingClusterDNS(pod, r.sandboxOpts) {
 		return
 	}
 	const msg = `kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/podrules"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 type fakeServices struct {
@@ -97,7 +97,7 @@ func TestReportMissingClusterDNS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			r := newTestReconciler(t, Deps{Recorder: rec}, Options{NodeName: "n1", Sandbox: runtime.SandboxOptions{ClusterDNS: tt.clusterDNS}})
+			r := newTestReconciler(t, Deps{Recorder: rec}, Options{NodeName: "n1", Sandbox: podconfig.SandboxOptions{ClusterDNS: tt.clusterDNS}})
 			r.reportMissingClusterDNS(tt.pod)
 			close(rec.Events)
 			var got []string

@@ -2,7 +2,6 @@ package podlifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -14,15 +13,17 @@ import (
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // syncPod is the kubelet's SyncPod for a pod that should run: create the sandbox if needed, stop what
-// must stop, start what must start, then write the status the runtime now shows.
+// must stop, start what must start. The pass it returns carries the runtime state the pod's status is
+// computed from.
 //
 // st is the pod's runtime state of cache generation gen. The sync reads nothing else of the pod but what
 // its own actions created (the new sandbox, the containers it started), and keeps the state they leave
 // in the cache for the next sync.
-func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, gen uint64) (result, error) {
+func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus, gen uint64) pass {
 	var res result
 	r.syncProbes(pod, st)
 	restartAll := r.restartingAllContainers(ctx, w, pod, st)
@@ -30,47 +31,41 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 	if acts.killPod {
 		r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
-		return r.writeStatus(ctx, w, pod, st)
+		return pass{status: st}
 	}
 	if acts.done {
 		w.setState(terminating)
 		r.enqueue(w.key)
-		return r.writeStatus(ctx, w, pod, st)
+		return pass{status: st}
 	}
 	if acts.createSandbox {
 		id, wait, err := r.createSandbox(ctx, w, pod, acts.sandboxAttempt)
 		if id == "" {
 			res.requeueAfter(wait)
-			wr, werr := r.writeStatus(ctx, w, pod, st)
-			res.merge(wr)
-			return res, errors.Join(err, werr)
+			return pass{res: res, err: err, status: st}
 		}
 		sb, err := r.cri.SandboxStatus(ctx, id)
 		if err != nil {
 			r.changed(pod.UID)
-			return res, err
+			return pass{res: res, err: err}
 		}
 		st = st.WithSandbox(sb)
 		r.keep(pod.UID, st, gen)
 		acts = computePodActions(pod, st, r.probeResults(), restartAll)
 	}
 	if len(acts.reset) > 0 {
-		err := r.resetPod(ctx, w, pod, acts.reset)
-		wr, werr := r.writeStatus(ctx, w, pod, st)
-		return wr, errors.Join(err, werr)
+		return pass{err: r.resetPod(ctx, w, pod, acts.reset), status: st}
 	}
 	if len(acts.kill) > 0 {
 		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
 	}
 	st, err := r.startInSandbox(ctx, w, pod, st, gen, acts.start, &res)
 	if err != nil {
-		return res, err
+		return pass{res: res, err: err}
 	}
 	res.requeueAfter(r.deadlineRemaining(w, pod))
 	res.requeueAfter(r.resyncPeriod)
-	wr, err := r.writeStatus(ctx, w, pod, st)
-	res.merge(wr)
-	return res, err
+	return pass{res: res, status: st}
 }
 
 // startInSandbox sets up (or refreshes) the pod's volumes, then starts the containers due in its ready sandbox,
@@ -122,7 +117,7 @@ func (r *Reconciler) startInSandbox(ctx context.Context, w *podWorker, pod *core
 
 func (r *Reconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	r.reportMissingClusterDNS(pod)
-	cfg, err := runtime.SandboxConfig(pod, attempt, r.sandboxOpts)
+	cfg, err := podconfig.SandboxConfig(pod, attempt, r.sandboxOpts)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox config for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -147,7 +142,7 @@ func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev
 	}
 	var handler string
 	if err == nil {
-		handler, err = runtime.RuntimeHandler(pod, func(name string) (string, error) {
+		handler, err = podconfig.RuntimeHandler(pod, func(name string) (string, error) {
 			if r.secrets == nil {
 				return "", fmt.Errorf("runtime class %q: no API access", name)
 			}
@@ -173,7 +168,7 @@ func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev
 
 // makePodDirs creates <root>/pods/<uid> and the pod's log directory.
 func (r *Reconciler) makePodDirs(pod *corev1.Pod, logDir string) error {
-	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
+	podDir, err := podconfig.PodDir(r.rootDir, pod.UID)
 	if err != nil {
 		return err
 	}
@@ -190,7 +185,7 @@ func (r *Reconciler) makePodDirs(pod *corev1.Pod, logDir string) error {
 
 // backoffKey identifies a container for the crash-loop back-off (the kubelet's GetBackoffKey).
 func backoffKey(pod *corev1.Pod, c *corev1.Container) string {
-	return fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, c.Name, runtime.HashContainer(c))
+	return fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, c.Name, podconfig.HashContainer(c))
 }
 
 // formatPod names a pod as the kubelet's messages do: name_namespace(uid).
@@ -213,7 +208,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 		if wait := r.crash.InBackOffSince(key, s.lastExit.FinishedAt); wait > 0 {
 			r.recorder.Eventf(containerRef(pod, c), corev1.EventTypeWarning, "BackOff",
 				"Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
-			r.setWaiting(w, c.Name, podstatus.Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf(
+			w.setWaiting(c.Name, podstatus.Waiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf(
 				"back-off %s restarting failed container=%s pod=%s", r.crash.Delay(key), c.Name, formatPod(pod))})
 			return result{after: wait}, ""
 		}
@@ -250,7 +245,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	}
 	r.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
 	r.metrics.containerStarts.Inc()
-	r.clearWaiting(w, c.Name)
+	w.clearWaiting(c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		r.runPostStart(w, pod, c, id)
 	}
@@ -262,10 +257,10 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 // ContainerCreating otherwise), as the kubelet, which pulls within the sync, never shows another.
 func (r *Reconciler) waitForImage(w *podWorker, name string, waiting podstatus.Waiting) {
 	if waiting.Reason == "ContainerCreating" {
-		r.clearWaiting(w, name)
+		w.clearWaiting(name)
 		return
 	}
-	r.setWaiting(w, name, waiting)
+	w.setWaiting(name, waiting)
 }
 
 // containerFailed records a failed container step the kubelet's way: a Failed event "Error: <reason>"
@@ -273,7 +268,7 @@ func (r *Reconciler) waitForImage(w *podWorker, name string, waiting podstatus.W
 func (r *Reconciler) containerFailed(pod *corev1.Pod, w *podWorker, c *corev1.Container, reason string, err error, retry time.Duration) result {
 	msg := err.Error()
 	r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)
-	r.setWaiting(w, c.Name, podstatus.Waiting{Reason: reason, Message: msg})
+	w.setWaiting(c.Name, podstatus.Waiting{Reason: reason, Message: msg})
 	return result{after: retry}
 }
 
@@ -294,7 +289,7 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	if err != nil {
 		return nil, err
 	}
-	env, _, err := runtime.MakeEnvironment(ctx, pod, c, runtime.EnvOptions{
+	env, _, err := podconfig.MakeEnvironment(ctx, pod, c, podconfig.EnvOptions{
 		NodeName: r.nodeName, HostIPs: r.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
 	}, r.secrets)
 	if err != nil {
@@ -313,19 +308,19 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 		return nil, err
 	}
 	// The image's user, for runAsNonRoot and the user the container runs as (the kubelet's getImageUser).
-	imageUID, imageUser, err := runtime.LookupImageUser(ctx, r.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
+	imageUID, imageUser, err := podconfig.LookupImageUser(ctx, r.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
 	if err != nil {
 		return nil, err
 	}
-	podDir, err := runtime.PodDir(r.rootDir, pod.UID)
+	podDir, err := podconfig.PodDir(r.rootDir, pod.UID)
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := runtime.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
+	hosts, err := podconfig.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
 	if err != nil {
 		return nil, err
 	}
-	termLog, err := runtime.NewTerminationLog(podDir, c.Name)
+	termLog, err := podconfig.NewTerminationLog(podDir, c.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -333,11 +328,11 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	if err != nil {
 		return nil, err
 	}
-	return runtime.ContainerConfig(pod, c, s.kind, s.restartCount, runtime.ContainerOptions{
+	return podconfig.ContainerConfig(pod, c, s.kind, s.restartCount, podconfig.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
-		SeccompDefault: r.seccompDefault, SeccompProfileRoot: runtime.SeccompProfileRoot(r.rootDir), HostResources: r.hostResources,
+		SeccompDefault: r.seccompDefault, SeccompProfileRoot: podconfig.SeccompProfileRoot(r.rootDir), HostResources: r.hostResources,
 		Env: env, Mounts: mounts, Devices: devices, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
-		Files: runtime.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
+		Files: podconfig.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
 	})
 }
 

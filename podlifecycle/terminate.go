@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // defaultGracePeriod is the API's default terminationGracePeriodSeconds.
@@ -63,34 +64,30 @@ func (r *Reconciler) gracePeriod(w *podWorker, pod *corev1.Pod) int64 {
 }
 
 // terminatePod is the kubelet's SyncTerminatingPod and SyncTerminatedPod: stop the containers within
-// the grace period, then tear the sandbox down, write the final status and, for a deleted pod, remove
-// the API object.
-func (r *Reconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) (result, error) {
+// the grace period, then tear the sandbox down. The pass it returns carries the runtime state the final
+// status is computed from and, for a deleted pod, asks for the API object's removal after that status.
+func (r *Reconciler) terminatePod(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) pass {
 	if w.stage() == terminating {
 		if w.terminatingSince.IsZero() {
 			w.terminatingSince = r.clock.Now()
 		}
 		if running := runningContainers(st); len(running) > 0 {
 			r.ensureKill(ctx, w, pod, running)
-			return r.writeStatus(ctx, w, pod, st)
+			return pass{status: st}
 		}
 		if w.kill != nil && !w.kill.finished() {
-			return result{}, nil // the stop reports when it is done
+			return pass{} // the stop reports when it is done
 		}
 		w.setState(terminated)
 	}
 	if err := r.teardown(ctx, w, st); err != nil {
-		return result{}, err
+		return pass{err: err}
 	}
 	st, _, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return result{}, err
+		return pass{err: err}
 	}
-	res, err := r.writeStatus(ctx, w, pod, st)
-	if err != nil || pod.DeletionTimestamp == nil {
-		return res, err
-	}
-	return res, r.finishDeletion(ctx, w, pod)
+	return pass{status: st, deleteAfter: pod.DeletionTimestamp != nil}
 }
 
 // terminateOrphan stops and removes a UID that is not (or no longer) desired under its name: a pod
@@ -266,13 +263,13 @@ func (r *Reconciler) removePod(ctx context.Context, w *podWorker, st *runtime.Po
 	if err := r.volumes.TearDown(ctx, w.uid); err != nil {
 		return fmt.Errorf("tear down volumes: %w", err)
 	}
-	if err := removeDir(runtime.PodDir(r.rootDir, w.uid)); err != nil {
+	if err := removeDir(podconfig.PodDir(r.rootDir, w.uid)); err != nil {
 		return err
 	}
 	if r.sandboxOpts.PodLogsDir != "" {
 		stub := &corev1.Pod{}
 		stub.Namespace, stub.Name, stub.UID = w.key.Namespace, w.key.Name, w.uid
-		if err := removeDir(runtime.PodLogDir(r.sandboxOpts.PodLogsDir, stub)); err != nil {
+		if err := removeDir(podconfig.PodLogDir(r.sandboxOpts.PodLogsDir, stub)); err != nil {
 			return err
 		}
 	}

@@ -2,8 +2,11 @@ package podlifecycle
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,8 +39,8 @@ func (l lifecycle) String() string {
 // twice at once; the fields below without a note belong to that reconcile alone. Other pods' reconciles
 // read a worker during their admission (admittedPods), so what admission reads is shared: the state and
 // admitted flag are atomics (read them with stage and isAdmitted), and pod is written only under the
-// reconciler's mu. Background work (hooks, kills) reaches a worker only through mu (waiting, postStart)
-// or by enqueueing its key.
+// reconciler's mu. Background work (hooks, kills) reaches a worker only through its waiting reasons
+// (guarded by the worker's own mu) or by enqueueing its key.
 type podWorker struct {
 	uid types.UID
 	key types.NamespacedName
@@ -61,12 +64,9 @@ type podWorker struct {
 	kill             *killOp
 	tornDown         bool
 
-	waiting     map[string]podstatus.Waiting
-	mountErrors map[string]bool
-	postStart   map[string]bool // container IDs whose postStart hook runs
-	// lastStatus is the status last computed; written is the last status write (read by housekeeping).
-	lastStatus    *corev1.PodStatus
-	written       atomic.Pointer[statusWrite]
+	mu            sync.Mutex                   // guards waiting
+	waiting       map[string]podstatus.Waiting // why containers wait, by name (background work sets it too)
+	mountErrors   map[string]bool
 	startObserved bool
 }
 
@@ -81,6 +81,27 @@ func (w *podWorker) setState(s lifecycle) {
 			return
 		}
 	}
+}
+
+// setWaiting records why container name waits.
+func (w *podWorker) setWaiting(name string, wt podstatus.Waiting) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting[name] = wt
+}
+
+// clearWaiting forgets why container name waited.
+func (w *podWorker) clearWaiting(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.waiting, name)
+}
+
+// waitingSnapshot is a copy of why containers wait.
+func (w *podWorker) waitingSnapshot() map[string]podstatus.Waiting {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.waiting)
 }
 
 // isAdmitted reports whether the pod passed admission (or was found running, which needs none).
@@ -116,7 +137,7 @@ func (r *Reconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) [
 func (r *Reconciler) ensureWorkerLocked(uid types.UID, key types.NamespacedName) *podWorker {
 	w, ok := r.workers[uid]
 	if !ok {
-		w = &podWorker{uid: uid, key: key, gracePeriod: -1, waiting: map[string]podstatus.Waiting{}, postStart: map[string]bool{}}
+		w = &podWorker{uid: uid, key: key, gracePeriod: -1, waiting: map[string]podstatus.Waiting{}}
 		r.workers[uid] = w
 		if r.byKey[key] == nil {
 			r.byKey[key] = map[types.UID]bool{}
@@ -148,6 +169,7 @@ func (r *Reconciler) forget(w *podWorker) {
 	}
 	r.puller.Forget(w.key.String())
 	r.probes.RemovePod(w.uid)
+	r.statuses.Forget(w.uid)
 	if r.states != nil {
 		r.states.Forget(w.uid)
 	}
@@ -166,16 +188,45 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 	return out
 }
 
-// syncWorker drives the desired pod's worker one step: admission, sync, termination, or finishing.
+// pass is what one sync of a pod did: when to look at it again, what failed, and the runtime state its
+// status is to be computed from (nil: no status this time — the pass failed before it knew the pod's state,
+// or waits for work in flight to report). deleteAfter asks for the removal of the API object of a deleted
+// pod once its final status is written.
+type pass struct {
+	res         result
+	err         error
+	status      *runtime.PodStatus
+	deleteAfter bool
+}
+
+// syncWorker drives the desired pod's worker one step — admission, sync, termination, or finishing — then
+// sets the pod's status from what the step left, and removes the API object of a deleted pod whose final
+// status is written. It is the one place a pod's status is set from.
 func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, error) {
+	p := r.step(ctx, w, pod)
+	if p.status == nil {
+		return p.res, p.err
+	}
+	if err := r.writeStatus(ctx, w, pod, p.status); err != nil {
+		return p.res, errors.Join(p.err, err)
+	}
+	if p.deleteAfter && p.err == nil {
+		return p.res, r.finishDeletion(ctx, w, pod)
+	}
+	return p.res, p.err
+}
+
+// step is one step of the desired pod's worker: admission on its first sync, then the sync of a running
+// pod or its termination.
+func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pass {
 	status, gen, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return result{}, err
+		return pass{err: err}
 	}
 	r.applyKillRequest(w)
 	if w.stage() == syncing && !w.isAdmitted() {
-		if done := r.admitPod(ctx, w, pod, status); done {
-			return r.writeStatus(ctx, w, pod, status)
+		if rejected := r.admitPod(ctx, w, pod, status); rejected {
+			return pass{status: status}
 		}
 	}
 	if w.stage() == syncing && r.shouldTerminate(ctx, w, pod) {

@@ -12,7 +12,7 @@ func (c *Client) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter)
 	defer cancel()
 	resp, err := c.images.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: filter})
 	if err != nil {
-		return nil, mapError("ListImages", err)
+		return nil, MapError("ListImages", err)
 	}
 	for _, img := range resp.Images {
 		if img.Id == "" {
@@ -28,7 +28,7 @@ func (c *Client) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (
 	defer cancel()
 	resp, err := c.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
 	if err != nil {
-		return nil, mapError("ImageStatus", err)
+		return nil, MapError("ImageStatus", err)
 	}
 	if resp.Image != nil && resp.Image.Id == "" {
 		return nil, invalidResponse("ImageStatus", "image %q without ID", image.GetImage())
@@ -41,7 +41,7 @@ func (c *Client) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec) (
 func (c *Client) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
 	resp, err := c.images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: sandbox})
 	if err != nil {
-		return "", mapError("PullImage", err)
+		return "", MapError("PullImage", err)
 	}
 	if resp.ImageRef == "" {
 		return "", invalidResponse("PullImage", "no image reference for %q", image.GetImage())
@@ -54,7 +54,7 @@ func (c *Client) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) e
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	_, err := c.images.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image})
-	return mapError("RemoveImage", err)
+	return MapError("RemoveImage", err)
 }
 
 // ImageFsInfo returns the usage of the filesystems that hold images and container layers.
@@ -63,7 +63,7 @@ func (c *Client) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoRespon
 	defer cancel()
 	resp, err := c.images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 	if err != nil {
-		return nil, mapError("ImageFsInfo", err)
+		return nil, MapError("ImageFsInfo", err)
 	}
 	return resp, nil
 }

@@ -13,7 +13,7 @@ func (c *Client) Version(ctx context.Context) (*runtimeapi.VersionResponse, erro
 	defer cancel()
 	resp, err := c.runtime.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
 	if err != nil {
-		return nil, mapError("Version", err)
+		return nil, MapError("Version", err)
 	}
 	if resp.Version == "" || resp.RuntimeName == "" || resp.RuntimeApiVersion == "" || resp.RuntimeVersion == "" {
 		return nil, invalidResponse("Version", "not all fields are set in %v", resp)
@@ -27,7 +27,7 @@ func (c *Client) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusRe
 	defer cancel()
 	resp, err := c.runtime.Status(ctx, &runtimeapi.StatusRequest{Verbose: verbose})
 	if err != nil {
-		return nil, mapError("Status", err)
+		return nil, MapError("Status", err)
 	}
 	if resp.Status == nil {
 		return nil, invalidResponse("Status", "no status in the response")
@@ -41,7 +41,7 @@ func (c *Client) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandbo
 	defer cancel()
 	resp, err := c.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: handler})
 	if err != nil {
-		return "", mapError("RunPodSandbox", err)
+		return "", MapError("RunPodSandbox", err)
 	}
 	if resp.PodSandboxId == "" {
 		return "", invalidResponse("RunPodSandbox", "no sandbox ID for %s", sandboxName(config))
@@ -61,7 +61,7 @@ func (c *Client) StopPodSandbox(ctx context.Context, id string) error {
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	_, err := c.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
-	return mapError("StopPodSandbox", err)
+	return MapError("StopPodSandbox", err)
 }
 
 // RemovePodSandbox removes a sandbox and its containers.
@@ -69,7 +69,7 @@ func (c *Client) RemovePodSandbox(ctx context.Context, id string) error {
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	_, err := c.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
-	return mapError("RemovePodSandbox", err)
+	return MapError("RemovePodSandbox", err)
 }
 
 // PodSandboxStatus returns a sandbox's status.
@@ -78,7 +78,7 @@ func (c *Client) PodSandboxStatus(ctx context.Context, id string, verbose bool) 
 	defer cancel()
 	resp, err := c.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose})
 	if err != nil {
-		return nil, mapError("PodSandboxStatus", err)
+		return nil, MapError("PodSandboxStatus", err)
 	}
 	s := resp.Status
 	if s == nil || s.Id == "" || s.Metadata == nil || s.CreatedAt == 0 {
@@ -93,7 +93,7 @@ func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandb
 	defer cancel()
 	resp, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	if err != nil {
-		return nil, mapError("ListPodSandbox", err)
+		return nil, MapError("ListPodSandbox", err)
 	}
 	for _, s := range resp.Items {
 		if s.Id == "" || s.Metadata == nil {
@@ -111,7 +111,7 @@ func (c *Client) CreateContainer(ctx context.Context, sandboxID string, config *
 		PodSandboxId: sandboxID, Config: config, SandboxConfig: sandboxConfig,
 	})
 	if err != nil {
-		return "", mapError("CreateContainer", err)
+		return "", MapError("CreateContainer", err)
 	}
 	if resp.ContainerId == "" {
 		return "", invalidResponse("CreateContainer", "no container ID in sandbox %s", sandboxID)
@@ -124,7 +124,7 @@ func (c *Client) StartContainer(ctx context.Context, id string) error {
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	_, err := c.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
-	return mapError("StartContainer", err)
+	return MapError("StartContainer", err)
 }
 
 // StopContainer sends SIGTERM (or the image's stop signal) and SIGKILL after timeout seconds.
@@ -132,7 +132,7 @@ func (c *Client) StopContainer(ctx context.Context, id string, timeout int64) er
 	ctx, cancel := c.withTimeout(ctx, time.Duration(timeout)*time.Second)
 	defer cancel()
 	_, err := c.runtime.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout})
-	return mapError("StopContainer", err)
+	return MapError("StopContainer", err)
 }
 
 // RemoveContainer removes a container (force-stopping it if it runs).
@@ -140,7 +140,7 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	_, err := c.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
-	return mapError("RemoveContainer", err)
+	return MapError("RemoveContainer", err)
 }
 
 // ListContainers lists containers matching filter (nil: all).
@@ -149,7 +149,7 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 	defer cancel()
 	resp, err := c.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
 	if err != nil {
-		return nil, mapError("ListContainers", err)
+		return nil, MapError("ListContainers", err)
 	}
 	for _, ctr := range resp.Containers {
 		if ctr.Id == "" || ctr.Metadata == nil || ctr.PodSandboxId == "" {
@@ -165,7 +165,7 @@ func (c *Client) ContainerStatus(ctx context.Context, id string, verbose bool) (
 	defer cancel()
 	resp, err := c.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: verbose})
 	if err != nil {
-		return nil, mapError("ContainerStatus", err)
+		return nil, MapError("ContainerStatus", err)
 	}
 	s := resp.Status
 	if s == nil || s.Id == "" || s.Metadata == nil || s.Image == nil || s.CreatedAt == 0 {
@@ -179,7 +179,7 @@ func (c *Client) UpdateContainerResources(ctx context.Context, id string, linux 
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	_, err := c.runtime.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: linux})
-	return mapError("UpdateContainerResources", err)
+	return MapError("UpdateContainerResources", err)
 }
 
 // ReopenContainerLog asks the runtime to reopen a container's log file (after a rotation).
@@ -187,7 +187,7 @@ func (c *Client) ReopenContainerLog(ctx context.Context, id string) error {
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	_, err := c.runtime.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
-	return mapError("ReopenContainerLog", err)
+	return MapError("ReopenContainerLog", err)
 }
 
 // ExecSync runs cmd in a container and waits for it, at most timeout (0: no limit but the RPC timeout).
@@ -198,7 +198,7 @@ func (c *Client) ExecSync(ctx context.Context, id string, cmd []string, timeout 
 		ContainerId: id, Cmd: cmd, Timeout: int64(timeout.Seconds()),
 	})
 	if err != nil {
-		return nil, mapError("ExecSync", err)
+		return nil, MapError("ExecSync", err)
 	}
 	return resp, nil
 }
@@ -209,7 +209,7 @@ func (c *Client) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (string,
 	defer cancel()
 	resp, err := c.runtime.Exec(ctx, req)
 	if err != nil {
-		return "", mapError("Exec", err)
+		return "", MapError("Exec", err)
 	}
 	if resp.Url == "" {
 		return "", invalidResponse("Exec", "no streaming URL")
@@ -223,7 +223,7 @@ func (c *Client) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (str
 	defer cancel()
 	resp, err := c.runtime.Attach(ctx, req)
 	if err != nil {
-		return "", mapError("Attach", err)
+		return "", MapError("Attach", err)
 	}
 	if resp.Url == "" {
 		return "", invalidResponse("Attach", "no streaming URL")
@@ -237,7 +237,7 @@ func (c *Client) PortForward(ctx context.Context, req *runtimeapi.PortForwardReq
 	defer cancel()
 	resp, err := c.runtime.PortForward(ctx, req)
 	if err != nil {
-		return "", mapError("PortForward", err)
+		return "", MapError("PortForward", err)
 	}
 	if resp.Url == "" {
 		return "", invalidResponse("PortForward", "no streaming URL")
@@ -251,7 +251,7 @@ func (c *Client) ListContainerStats(ctx context.Context, filter *runtimeapi.Cont
 	defer cancel()
 	resp, err := c.runtime.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
 	if err != nil {
-		return nil, mapError("ListContainerStats", err)
+		return nil, MapError("ListContainerStats", err)
 	}
 	return resp.Stats, nil
 }
@@ -262,7 +262,7 @@ func (c *Client) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.Pod
 	defer cancel()
 	resp, err := c.runtime.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
 	if err != nil {
-		return nil, mapError("ListPodSandboxStats", err)
+		return nil, MapError("ListPodSandboxStats", err)
 	}
 	return resp.Stats, nil
 }
@@ -272,7 +272,7 @@ func (c *Client) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.Pod
 func (c *Client) GetContainerEvents(ctx context.Context) (runtimeapi.RuntimeService_GetContainerEventsClient, error) {
 	stream, err := c.runtime.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	if err != nil {
-		return nil, mapError("GetContainerEvents", err)
+		return nil, MapError("GetContainerEvents", err)
 	}
 	return stream, nil
 }
@@ -283,7 +283,7 @@ func (c *Client) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigRe
 	defer cancel()
 	resp, err := c.runtime.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
 	if err != nil {
-		return nil, mapError("RuntimeConfig", err)
+		return nil, MapError("RuntimeConfig", err)
 	}
 	return resp, nil
 }

@@ -40,8 +40,9 @@ var codeErrors = map[codes.Code]error{
 	codes.InvalidArgument:  ErrInvalidArgument,
 }
 
-// mapError turns an error from a gRPC call into "<op>: <sentinel>: <runtime message>".
-func mapError(op string, err error) error {
+// MapError turns an error from a CRI call (an RPC or a stream's Recv) into "<op>: <sentinel>: <runtime
+// message>", so that errors.Is matches the sentinel.
+func MapError(op string, err error) error {
 	if err == nil {
 		return nil
 	}

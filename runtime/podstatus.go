@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -220,4 +221,35 @@ func (c *Client) ReadContainer(ctx context.Context, id, sandboxID string) (*Cont
 		return nil, err
 	}
 	return DecodeContainerStatus(st.Status, sandboxID), nil
+}
+
+// ShallowCopy copies the status and its slices; the statuses the slices point to are shared.
+func (st *PodStatus) ShallowCopy() *PodStatus {
+	out := *st
+	out.IPs = slices.Clone(st.IPs)
+	out.Sandboxes = slices.Clone(st.Sandboxes)
+	out.Containers = slices.Clone(st.Containers)
+	return &out
+}
+
+// WithSandbox returns a copy of st with sb as its newest sandbox (replacing an earlier status of the same
+// sandbox), and the sandbox's IPs when it is ready: what a reader that just ran the sandbox knows.
+func (st *PodStatus) WithSandbox(sb *runtimeapi.PodSandboxStatus) *PodStatus {
+	out := st.ShallowCopy()
+	out.Sandboxes = slices.DeleteFunc(out.Sandboxes, func(s *runtimeapi.PodSandboxStatus) bool { return s.GetId() == sb.GetId() })
+	out.Sandboxes = append([]*runtimeapi.PodSandboxStatus{sb}, out.Sandboxes...)
+	out.IPs = nil
+	if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+		out.IPs = sandboxIPs(sb)
+	}
+	return out
+}
+
+// WithContainer returns a copy of st with c as its newest container (replacing an earlier status of the
+// same container): what a reader that just created or started the container knows.
+func (st *PodStatus) WithContainer(c *ContainerStatus) *PodStatus {
+	out := st.ShallowCopy()
+	out.Containers = slices.DeleteFunc(out.Containers, func(s *ContainerStatus) bool { return s.ID == c.ID })
+	out.Containers = append([]*ContainerStatus{c}, out.Containers...)
+	return out
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // containerLogs serves /containerLogs/{namespace}/{pod}/{container} from the container's CRI log file, with
@@ -277,11 +278,11 @@ func containerLogFile(podLogsDir string, pod *corev1.Pod, st *runtimeapi.Contain
 		if err != nil {
 			restarts = 0
 		}
-		dir, err := runtime.PodLogDir(podLogsDir, pod)
+		dir, err := podconfig.PodLogDir(podLogsDir, pod)
 		if err != nil {
 			return "", errorf(http.StatusBadRequest, "%s", err.Error())
 		}
-		file, err := runtime.ContainerLogPath(st.GetMetadata().GetName(), restarts)
+		file, err := podconfig.ContainerLogPath(st.GetMetadata().GetName(), restarts)
 		if err != nil {
 			return "", errorf(http.StatusBadRequest, "%s", err.Error())
 		}

@@ -13,7 +13,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // runtimeView is what the runtime says about running pods, read once per summary.
@@ -161,7 +161,7 @@ func (s *Server) containerStats(pod *runtimeapi.PodSandboxMetadata, cst *runtime
 	out.Rootfs = fsStats(cst.GetWritableLayer())
 	podRef := &corev1.Pod{}
 	podRef.Namespace, podRef.Name, podRef.UID = pod.GetNamespace(), pod.GetName(), types.UID(pod.GetUid())
-	if dir, err := runtime.ContainerLogDir(s.opts.PodLogsDir, podRef, name); err == nil {
+	if dir, err := podconfig.ContainerLogDir(s.opts.PodLogsDir, podRef, name); err == nil {
 		out.Logs = dirUsage(dir)
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nodelet/nodelet/internal/periodic"
 	"github.com/nodelet/nodelet/podrules"
 )
 
@@ -49,21 +50,12 @@ func parseRotationPolicy(size string, files int32) (rotationPolicy, error) {
 	return rotationPolicy{maxSize: n, maxFiles: int(files)}, nil
 }
 
-// rotateLogs rotates every rotationPeriod until ctx ends.
+// rotateLogs rotates every rotationPeriod, the first time one period after the start, until ctx ends.
 func (s *Server) rotateLogs(ctx context.Context) {
 	if s.rotation.maxSize <= 0 {
 		return
 	}
-	t := s.opts.Clock.NewTicker(rotationPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			s.rotateOnce(ctx)
-		}
-	}
+	_ = periodic.Every(ctx, s.opts.Clock, rotationPeriod, s.rotateOnce)
 }
 
 // rotateOnce rotates the log of each running container whose current file reached maxSize.

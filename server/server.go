@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // Runtime is what the server asks of the CRI runtime; nodelet's runtime.Client satisfies it.
@@ -189,7 +189,7 @@ func validate(o *Options) error {
 		o.Clock = clock.RealClock{}
 	}
 	if o.PodLogsDir == "" {
-		o.PodLogsDir = runtime.DefaultPodLogsDir
+		o.PodLogsDir = podconfig.DefaultPodLogsDir
 	}
 	if o.Metrics == nil {
 		o.Metrics = prometheus.NewRegistry()

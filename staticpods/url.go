@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 // DefaultURLTimeout is the kubelet's timeout for one read of staticPodURL.
@@ -47,17 +49,7 @@ func (u *URLSource) Start(ctx context.Context) error {
 		return errors.New("staticpods: URLSource needs a Store")
 	}
 	p := newURLPoller(u, logr.FromContextOrDiscard(ctx))
-	ticker := p.clock.NewTicker(p.period)
-	defer ticker.Stop()
-	p.poll(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-			p.poll(ctx)
-		}
-	}
+	return periodic.Run(ctx, p.clock, nil, p.period, p.poll)
 }
 
 // NeedLeaderElection is false: every node reads its own static pod URL.

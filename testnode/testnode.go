@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/nodelet/nodelet/internal/simnode"
 	"github.com/nodelet/nodelet/runtime/fake"
+	"github.com/nodelet/nodelet/simnode"
 )
 
 // AnnotationPrefix starts every annotation a test node reads.

@@ -7,7 +7,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/nodelet/nodelet/podrules"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // downwardAPIPayload renders the items of a downwardAPI volume (or projection), as the kubelet's
@@ -23,7 +23,7 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		var err error
 		switch {
 		case item.FieldRef != nil:
-			value, err = runtime.PodMetadataField(pod, item.FieldRef.FieldPath)
+			value, err = podconfig.PodMetadataField(pod, item.FieldRef.FieldPath)
 		case item.ResourceFieldRef != nil:
 			value, err = podrules.VolumeResourceValue(pod, item.ResourceFieldRef, alloc)
 		}

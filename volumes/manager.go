@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/podrules"
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // Objects fetches what pods reference, by name only (a node may not list Secrets/ConfigMaps), and
@@ -301,9 +301,9 @@ const (
 	pluginProjected   = "kubernetes.io~projected"
 )
 
-// podDir is the pod's directory, <root>/pods/<uid> (runtime.PodDir).
+// podDir is the pod's directory, <root>/pods/<uid> (podconfig.PodDir).
 func (m *Manager) podDir(uid types.UID) (string, error) {
-	return runtime.PodDir(m.RootDir, uid)
+	return podconfig.PodDir(m.RootDir, uid)
 }
 
 // volumeDir is a volume's directory, <pod dir>/volumes/<plugin>/<volume name>; a UID or volume name that

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // Mounts returns the CRI mounts of a container's volumeMounts, as the kubelet's makeMounts: the
@@ -167,7 +167,7 @@ func subPathOf(vm *corev1.VolumeMount, env map[string]string) (string, error) {
 // "$"); a variable that is unset or empty is an error.
 func expandSubPathExpr(expr string, env map[string]string) (string, error) {
 	missing := map[string]bool{}
-	out := runtime.Expand(expr, func(name string) string {
+	out := podconfig.Expand(expr, func(name string) string {
 		if env[name] == "" {
 			missing[name] = true
 		}

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 func TestMounts(t *testing.T) {
@@ -276,7 +276,7 @@ func TestExpand(t *testing.T) {
 		"end$":      "end$",
 	}
 	for in, want := range tests {
-		if got := runtime.Expand(in, func(k string) string { return env[k] }); got != want {
+		if got := podconfig.Expand(in, func(k string) string { return env[k] }); got != want {
 			t.Errorf("expand(%q) = %q, want %q", in, got, want)
 		}
 	}

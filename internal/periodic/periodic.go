@@ -10,21 +10,49 @@ import (
 // Run waits for ready (nil: no wait), then calls pass at once and every period until ctx ends. It returns
 // nil: a pass reports its own failures.
 func Run(ctx context.Context, clk clock.WithTicker, ready <-chan struct{}, period time.Duration, pass func(context.Context)) error {
-	if ready != nil {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ready:
-		}
+	if !waitReady(ctx, ready) {
+		return nil
 	}
 	ticker := clk.NewTicker(period)
 	defer ticker.Stop()
 	for {
 		pass(ctx)
-		select {
-		case <-ctx.Done():
+		if !waitTick(ctx, ticker) {
 			return nil
-		case <-ticker.C():
 		}
+	}
+}
+
+// Every calls pass every period, the first time one period after the call, until ctx ends. It returns nil:
+// a pass reports its own failures.
+func Every(ctx context.Context, clk clock.WithTicker, period time.Duration, pass func(context.Context)) error {
+	ticker := clk.NewTicker(period)
+	defer ticker.Stop()
+	for waitTick(ctx, ticker) {
+		pass(ctx)
+	}
+	return nil
+}
+
+// waitReady waits for ready (nil: no wait); false when ctx ended first.
+func waitReady(ctx context.Context, ready <-chan struct{}) bool {
+	if ready == nil {
+		return true
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-ready:
+		return true
+	}
+}
+
+// waitTick waits for the ticker's next tick; false when ctx ended first.
+func waitTick(ctx context.Context, ticker clock.Ticker) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-ticker.C():
+		return true
 	}
 }

@@ -1,0 +1,188 @@
+package statusmanager
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/podstatus"
+)
+
+// readTimeout bounds a read of the mirror pod from the cache, which blocks while the API server is
+// unreachable.
+const readTimeout = 5 * time.Second
+
+// Manager keeps the status last set for each pod and writes it to the API server. Its methods may be called
+// from any goroutine; the syncer sets one pod's status from one goroutine at a time.
+type Manager struct {
+	client client.Client // nil: no API server (standalone); statuses are kept, never written
+
+	mu   sync.Mutex
+	pods map[types.UID]*podEntry
+}
+
+// podEntry is what the manager keeps of one pod UID.
+type podEntry struct {
+	status  *corev1.PodStatus // the status last set
+	written *statusWrite      // the last write, nil before the first
+}
+
+// New returns a manager that writes through c (reads of mirror pods included); nil c keeps statuses
+// without writing them.
+func New(c client.Client) *Manager {
+	return &Manager{client: c, pods: map[types.UID]*podEntry{}}
+}
+
+// Status is the status last set for the pod uid, nil when none was since the agent started (or since
+// Forget).
+func (m *Manager) Status(uid types.UID) *corev1.PodStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.pods[uid]; e != nil {
+		return e.status
+	}
+	return nil
+}
+
+// Keep records status as the status of the pod uid without writing it: a status computed for a decision
+// before the sync acts, which the next status builds on (the kubelet's status manager cache).
+func (m *Manager) Keep(uid types.UID, status corev1.PodStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entryLocked(uid).status = &status
+}
+
+// Result is what SetPodStatus did.
+type Result struct {
+	// Status is the status set.
+	Status corev1.PodStatus
+	// Written reports whether it was written to the API now (false: the API already held it, or there is
+	// no object to write it to).
+	Written bool
+}
+
+// SetPodStatus sets the pod's status to what build makes of the status the API holds of the pod — its
+// own, or for a static pod its mirror pod's — and writes it when it differs from what the API holds: the
+// object's own status, or what the agent last wrote while the object is still the version that write was
+// computed against or the one it made. So a status someone else wrote — a forged container ID, a phase —
+// is written back at the next sync. Only what the agent owns is compared and patched: conditions others
+// own (readiness gates) are never in the patch, so a user's or a controller's condition is never
+// overwritten with a stale copy. The patch carries the object's UID as a precondition, so a status never
+// lands on a newer pod of the same name. A static pod without a mirror pod, and any pod without an API
+// server, has its status kept and not written.
+func (m *Manager) SetPodStatus(ctx context.Context, pod *corev1.Pod, build func(api *corev1.PodStatus) corev1.PodStatus) (Result, error) {
+	target := m.target(ctx, pod)
+	api := &pod.Status
+	if target != nil {
+		api = &target.Status
+	}
+	status := build(api)
+	m.Keep(pod.UID, status)
+	res := Result{Status: status}
+	if target == nil {
+		return res, nil
+	}
+	base := m.lastWrite(pod.UID).base(target)
+	owned := podstatus.Owned(&status)
+	if podstatus.Equal(base, owned) {
+		return res, nil
+	}
+	patch, err := statusPatch(target.UID, base, owned)
+	if err != nil {
+		return res, err
+	}
+	obj := &corev1.Pod{}
+	obj.Namespace, obj.Name = target.Namespace, target.Name
+	if err := m.client.Status().Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return res, nil // the object is gone; its runtime state is cleaned up as an orphan
+		}
+		return res, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	m.recordWrite(pod.UID, target, obj.ResourceVersion, owned)
+	res.Written = true
+	return res, nil
+}
+
+// Overwritten returns the pods among apiPods (the API's copies) whose status someone else wrote since the
+// agent last wrote it. Status-only updates do not make the agent sync a pod by themselves; the caller
+// syncs these, so that the agent's status is written back.
+func (m *Manager) Overwritten(apiPods []corev1.Pod) []*corev1.Pod {
+	m.mu.Lock()
+	writes := make(map[types.UID]*statusWrite, len(m.pods))
+	for _, e := range m.pods {
+		if e.written != nil {
+			writes[e.written.uid] = e.written
+		}
+	}
+	m.mu.Unlock()
+	var out []*corev1.Pod
+	for i := range apiPods {
+		if p := &apiPods[i]; writes[p.UID].overwritten(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Forget drops what the manager keeps of the pod uid, once nothing of it is left on the node.
+func (m *Manager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.pods, uid)
+}
+
+func (m *Manager) entryLocked(uid types.UID) *podEntry {
+	e := m.pods[uid]
+	if e == nil {
+		e = &podEntry{}
+		m.pods[uid] = e
+	}
+	return e
+}
+
+func (m *Manager) lastWrite(uid types.UID) *statusWrite {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.pods[uid]; e != nil {
+		return e.written
+	}
+	return nil
+}
+
+// recordWrite remembers that the status of pod uid was written to target (at its version then), which
+// made version after.
+func (m *Manager) recordWrite(uid types.UID, target *corev1.Pod, after string, sent *corev1.PodStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entryLocked(uid)
+	e.written = e.written.next(target.UID, target.ResourceVersion, after, sent)
+}
+
+// target is the API object that carries the pod's status: the pod itself, or for a static pod its mirror
+// pod (nil when there is none yet, or no API server).
+func (m *Manager) target(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	if m.client == nil {
+		return nil
+	}
+	if !podrules.IsStaticPod(pod) {
+		return pod
+	}
+	mirror := &corev1.Pod{}
+	gctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	if err := m.client.Get(gctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, mirror); err != nil {
+		return nil
+	}
+	if !podrules.IsMirrorOf(mirror, pod) || mirror.DeletionTimestamp != nil {
+		return nil
+	}
+	return mirror
+}
