@@ -2,6 +2,7 @@ package podlifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
