@@ -342,8 +342,9 @@ var _ = Describe("Pod reconciler", func() {
 		bed.stop()
 		rt.ResetCalls()
 		bed.start()
-		// The new agent has decided once it has synced the pod (its only pod) twice.
-		Eventually(bed.podSyncs).Should(BeNumerically(">=", 2))
+		// The new agent has decided once it has synced the pod (its only pod) twice (a start under load,
+		// -race and a bed beside it, may take longer than the default wait).
+		Eventually(bed.podSyncs).WithTimeout(20 * time.Second).Should(BeNumerically(">=", 2))
 		Expect(runningContainer(Default, "keep", "app").Id).To(Equal(second.Id))
 		Expect(apiPod(ctx, Default, ns, "keep").Status.ContainerStatuses[0].RestartCount).To(BeEquivalentTo(1))
 		Expect(rt.Calls()).NotTo(ContainElement("StartContainer"))
