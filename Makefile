@@ -72,10 +72,11 @@ conformance-ci: build ## The conformance subset CI runs: [Conformance] specs of 
 conformance-storage: build ## Upstream e2e [sig-storage] specs that need no cloud (in-tree local/hostPath/emptydir drivers, PersistentVolumes-local, CSI hostpath and mock) on the systemd bed (AGENT=kubelet, CSI=0: in-tree only, SERIAL=1: the [Serial] ones).
 	SUITE=storage NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh
 
-# The storage subset CI runs (33 specs): CSI mock attach, workload information, service account tokens and fsGroup
-# as a mount option; the csi-hostpath driver's data, ReadWriteOncePod, inline ephemeral and online expansion specs
-# (filesystem and block); the local and emptydir drivers' unused-volume and exec specs.
-CONFORMANCE_STORAGE_CI_FOCUS := \[sig-storage\].*(CSI Mock (volume attach|workload info|volume service account token|fsgroup as mount option)|\[Driver: csi-hostpath\].*(volumes should store data|read-write-once-pod|\[Testpattern: CSI Ephemeral-volume \(default fs\)\] ephemeral should create read/write inline ephemeral volume|volume-expand should resize volume when PVC is edited while pod is using it)|\[Driver: (local|emptydir)\].*(should not mount / map unused volumes|should allow exec of files on the volume))
+# The storage subset CI runs (35 specs): CSI mock attach, workload information, service account tokens and fsGroup
+# as a mount option; the CSINode allocatable count refresh and the attachment-limit rejection; the csi-hostpath
+# driver's data, ReadWriteOncePod, inline ephemeral and online expansion specs (filesystem and block); the local and
+# emptydir drivers' unused-volume and exec specs.
+CONFORMANCE_STORAGE_CI_FOCUS := \[sig-storage\].*(CSI Mock (volume attach|workload info|volume service account token|fsgroup as mount option)|MutableCSINodeAllocatableCount|\[Driver: csi-hostpath\].*(volumes should store data|read-write-once-pod|\[Testpattern: CSI Ephemeral-volume \(default fs\)\] ephemeral should create read/write inline ephemeral volume|volume-expand should resize volume when PVC is edited while pod is using it)|\[Driver: (local|emptydir)\].*(should not mount / map unused volumes|should allow exec of files on the volume))
 
 .PHONY: conformance-storage-ci
 conformance-storage-ci: build ## The storage subset CI runs, with nodelet (the full set is conformance-storage).

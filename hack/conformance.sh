@@ -34,7 +34,7 @@ CSI=${CSI:-1}
 PARALLEL_SKIP='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
 SERIAL_SKIP='\[Disruptive\]|\[Flaky\]|\[Slow\]'
 STORAGE_IN_TREE='\[Driver: (local|hostPath|hostPathSymlink|emptydir)\]|PersistentVolumes-local'
-STORAGE_CSI='\[Driver: csi-hostpath\]|CSI Mock'
+STORAGE_CSI='\[Driver: csi-hostpath\]|CSI Mock|MutableCSINodeAllocatableCount'
 # Storage specs no agent can pass on this bed: the volume populator ones deploy hello-populator and
 # volume-data-source-validator, whose sources neither the module proxy nor third_party/ has.
 STORAGE_UNBUILDABLE='should provision storage with any volume data source'
