@@ -125,7 +125,10 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	}
 	r.defaults()
 	r.statuses = statusmanager.New(deps.Client)
-	r.states = r.pleg.Cache()
+	r.states = noStates{}
+	if c := r.pleg.Cache(); c != nil {
+		r.states = c
+	}
 	r.puller = newImagePuller(r.cri, r.clock, opts.ImagePulls, r.recorder, deps.PullRecords, r.enqueueKey)
 	r.crash = newBackoff(r.clock, backoffInitial, backoffMax)
 	r.sandboxBackoff = newBackoff(r.clock, time.Second, backoffMax)
@@ -304,6 +307,27 @@ type noPLEG struct{}
 func (noPLEG) Pods() []pleg.RelistedPod { return nil }
 func (noPLEG) Source() source.Source    { return noSource }
 func (noPLEG) Cache() *pleg.PodCache    { return nil }
+
+// podStates is the pods' runtime state the PLEG keeps current (pleg.PodCache): a sync starts from a
+// pod's state while it is current, and keeps what its own actions left.
+type podStates interface {
+	Get(uid types.UID) (*runtime.PodStatus, uint64, bool)
+	Begin(uid types.UID) uint64
+	Put(uid types.UID, st *runtime.PodStatus, gen uint64)
+	Invalidate(uid types.UID)
+	Forget(uid types.UID)
+	Retain(keep func(types.UID) bool)
+}
+
+// noStates keeps no state (no PLEG keeps it current): every sync reads the runtime.
+type noStates struct{}
+
+func (noStates) Get(types.UID) (*runtime.PodStatus, uint64, bool) { return nil, 0, false }
+func (noStates) Begin(types.UID) uint64                           { return 0 }
+func (noStates) Put(types.UID, *runtime.PodStatus, uint64)        {}
+func (noStates) Invalidate(types.UID)                             {}
+func (noStates) Forget(types.UID)                                 {}
+func (noStates) Retain(func(types.UID) bool)                      {}
 
 // noProbes runs no probes: every running container is started and ready, and none fails.
 type noProbes struct{}

@@ -49,9 +49,7 @@ func (h *housekeeping) run(ctx context.Context) {
 	r.enqueueOverwritten(ctx, apiPods)
 	r.crash.GC()
 	r.sandboxBackoff.GC()
-	if r.states != nil {
-		r.states.Retain(r.known) // a state read for a pod whose worker is gone (a late hook) goes too
-	}
+	r.states.Retain(r.known) // a state read for a pod whose worker is gone (a late hook) goes too
 }
 
 // apiPods are the API's pods in the node's cache, shared with the cache: read them, never change them

@@ -26,7 +26,6 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/statusmanager"
 )
@@ -41,7 +40,7 @@ type Reconciler struct {
 	client       client.Client // nil in standalone mode
 	cri          Runtime
 	pleg         RelistedPods
-	states       *pleg.PodCache // the pods' runtime state the PLEG keeps current; nil without a PLEG
+	states       podStates // the pods' runtime state the PLEG keeps current (without a PLEG, one that never has it)
 	statuses     *statusmanager.Manager
 	recorder     EventRecorder
 	clock        clock.WithTicker

@@ -170,9 +170,7 @@ func (r *Reconciler) forget(w *podWorker) {
 	r.puller.Forget(w.key.String())
 	r.probes.RemovePod(w.uid)
 	r.statuses.Forget(w.uid)
-	if r.states != nil {
-		r.states.Forget(w.uid)
-	}
+	r.states.Forget(w.uid)
 }
 
 // admittedPods are the pods whose resources count against the node: admitted, not terminated.
