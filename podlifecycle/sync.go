@@ -286,19 +286,9 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 		nodeAlloc = n.Status.Allocatable
 		memCapacity = n.Status.Capacity.Memory().Value()
 	}
-	serviceEnv, err := r.serviceEnv(ctx, pod)
+	env, envMap, err := r.containerEnv(ctx, pod, c, podIPs, nodeAlloc)
 	if err != nil {
 		return nil, err
-	}
-	env, _, err := podconfig.MakeEnvironment(ctx, pod, c, podconfig.EnvOptions{
-		NodeName: r.nodeName, HostIPs: r.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
-	}, r.secrets)
-	if err != nil {
-		return nil, err
-	}
-	envMap := make(map[string]string, len(env))
-	for _, kv := range env {
-		envMap[kv.Key] = string(kv.Value)
 	}
 	mounts, err := r.volumes.Mounts(pod, c, envMap)
 	if err != nil {
@@ -313,15 +303,7 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 	if err != nil {
 		return nil, err
 	}
-	podDir, err := podconfig.PodDir(r.rootDir, pod.UID)
-	if err != nil {
-		return nil, err
-	}
-	hosts, err := podconfig.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
-	if err != nil {
-		return nil, err
-	}
-	termLog, err := podconfig.NewTerminationLog(podDir, c.Name)
+	files, err := r.containerFiles(pod, c, podIPs)
 	if err != nil {
 		return nil, err
 	}
@@ -333,8 +315,47 @@ func (r *Reconciler) containerConfig(ctx context.Context, pod *corev1.Pod, c *co
 		ImageUID: imageUID, ImageUsername: imageUser,
 		SeccompDefault: r.seccompDefault, SeccompProfileRoot: podconfig.SeccompProfileRoot(r.rootDir), HostResources: r.hostResources,
 		Env: env, Mounts: mounts, Devices: devices, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
-		Files: podconfig.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, TargetContainerID: targetID,
+		Files: files, TargetContainerID: targetID,
 	})
+}
+
+// containerEnv is the container's environment (the kubelet's makeEnvironmentVariables), as CRI key-values and
+// as a map (for subPathExpr); nodeAlloc is the default of a resourceFieldRef on a resource without a limit.
+func (r *Reconciler) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string,
+	nodeAlloc corev1.ResourceList) ([]*runtimeapi.KeyValue, map[string]string, error) {
+	serviceEnv, err := r.serviceEnv(ctx, pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, _, err := podconfig.MakeEnvironment(ctx, pod, c, podconfig.EnvOptions{
+		NodeName: r.nodeName, HostIPs: r.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
+	}, r.secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	envMap := make(map[string]string, len(env))
+	for _, kv := range env {
+		envMap[kv.Key] = string(kv.Value)
+	}
+	return env, envMap, nil
+}
+
+// containerFiles are the container's files on the host: the pod's /etc/hosts and the container's termination
+// log.
+func (r *Reconciler) containerFiles(pod *corev1.Pod, c *corev1.Container, podIPs []string) (podconfig.ContainerFiles, error) {
+	podDir, err := podconfig.PodDir(r.rootDir, pod.UID)
+	if err != nil {
+		return podconfig.ContainerFiles{}, err
+	}
+	hosts, err := podconfig.EnsureEtcHosts(podDir, pod, podIPs, r.sandboxOpts.ClusterDomain)
+	if err != nil {
+		return podconfig.ContainerFiles{}, err
+	}
+	termLog, err := podconfig.NewTerminationLog(podDir, c.Name)
+	if err != nil {
+		return podconfig.ContainerFiles{}, err
+	}
+	return podconfig.ContainerFiles{EtcHosts: hosts, TerminationLog: termLog}, nil
 }
 
 // targetContainerID is the runtime ID of an ephemeral container's target (its newest attempt), as the
