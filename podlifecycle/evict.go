@@ -59,7 +59,7 @@ func (r *Reconciler) PodCleanedUp(uid types.UID) bool {
 
 // applyKillRequest takes a pending KillPod into the worker (its reconcile alone touches the worker): a
 // syncing pod gets the outcome and starts terminating; a terminating one only a shorter grace period.
-func (r *Reconciler) applyKillRequest(w *podWorker) {
+func (w *podWorker) applyKillRequest() {
 	req := w.pendingKill.Swap(nil)
 	if req == nil || w.stage() == terminated {
 		return

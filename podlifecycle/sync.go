@@ -31,7 +31,7 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 	acts := computePodActions(pod, st, r.probeResults(), restartAll)
 	if acts.killPod {
 		r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
-		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
+		r.startKill(ctx, w, pod, acts.kill, w.effectiveGracePeriod(pod))
 		return pass{status: st}
 	}
 	if acts.done {
@@ -58,7 +58,7 @@ func (r *Reconciler) syncPod(ctx context.Context, w *podWorker, pod *corev1.Pod,
 		return pass{err: r.resetPod(ctx, w, pod, acts.reset), status: st}
 	}
 	if len(acts.kill) > 0 {
-		r.startKill(ctx, w, pod, acts.kill, r.gracePeriod(w, pod))
+		r.startKill(ctx, w, pod, acts.kill, w.effectiveGracePeriod(pod))
 	}
 	st, err := r.startInSandbox(ctx, w, pod, st, gen, acts.start, &res)
 	if err != nil {
@@ -217,12 +217,12 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 	creds := func() pullCredentials { return r.pullCredentials(ctx, pod, c.Image) }
 	img := r.puller.Ensure(ctx, w.key.String(), pod, c, creds, sbCfg)
 	if img.waiting != nil {
-		r.waitForImage(w, c.Name, *img.waiting)
+		w.waitForImage(c.Name, *img.waiting)
 		return result{after: img.retryIn}, ""
 	}
 	volumeImages, waiting, retry := r.ensureImageVolumes(ctx, w, pod, c, sbCfg)
 	if waiting != nil {
-		r.waitForImage(w, c.Name, *waiting)
+		w.waitForImage(c.Name, *waiting)
 		return result{after: retry}, ""
 	}
 	if s.lastExit != nil {
@@ -256,7 +256,7 @@ func (r *Reconciler) startContainer(ctx context.Context, w *podWorker, pod *core
 // waitForImage records why a container waits for its image. A pull under way is no reason of its own: the
 // container keeps the kubelet's default waiting reason (PodInitializing in a pod with init containers,
 // ContainerCreating otherwise), as the kubelet, which pulls within the sync, never shows another.
-func (r *Reconciler) waitForImage(w *podWorker, name string, waiting podstatus.Waiting) {
+func (w *podWorker) waitForImage(name string, waiting podstatus.Waiting) {
 	if waiting.Reason == "ContainerCreating" {
 		w.clearWaiting(name)
 		return

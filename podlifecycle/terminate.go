@@ -43,9 +43,9 @@ func (k *killOp) finished() bool {
 	}
 }
 
-// gracePeriod is the pod's effective grace period (the kubelet's calculateEffectiveGracePeriod): the
+// effectiveGracePeriod is the pod's effective grace period (the kubelet's calculateEffectiveGracePeriod): the
 // deletion's grace if set, else the spec's; it can only shrink, and is at least 1 s.
-func (r *Reconciler) gracePeriod(w *podWorker, pod *corev1.Pod) int64 {
+func (w *podWorker) effectiveGracePeriod(pod *corev1.Pod) int64 {
 	g := int64(defaultGracePeriod)
 	if pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
 		g = *pod.Spec.TerminationGracePeriodSeconds
@@ -135,7 +135,7 @@ func runningContainers(st *runtime.PodStatus) []*runtime.ContainerStatus {
 // ensureKill starts stopping the running containers, or restarts an ongoing stop when the grace period
 // shrank (a shorter one takes effect at once).
 func (r *Reconciler) ensureKill(ctx context.Context, w *podWorker, pod *corev1.Pod, running []*runtime.ContainerStatus) {
-	grace := r.gracePeriod(w, pod)
+	grace := w.effectiveGracePeriod(pod)
 	if w.kill != nil && !w.kill.finished() {
 		deadline := r.clock.Now().Add(time.Duration(grace) * time.Second)
 		if !deadline.Before(w.kill.deadline) {

@@ -221,7 +221,7 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 	if err != nil {
 		return pass{err: err}
 	}
-	r.applyKillRequest(w)
+	w.applyKillRequest()
 	if w.stage() == syncing && !w.isAdmitted() {
 		if rejected := r.admitPod(ctx, w, pod, status); rejected {
 			return pass{status: status}
