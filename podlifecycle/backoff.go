@@ -15,6 +15,14 @@ const (
 	backoffMax     = 5 * time.Minute
 )
 
+// A pod whose sandbox could not be made is tried again after 1 s, doubling up to the kubelet's pod worker
+// back-off after a failed sync (backOffPeriod, 10 s), and no longer: a runtime that was down for minutes gets
+// every pod's sandbox retried within 10 s of its return, as the kubelet retries them.
+const (
+	sandboxRetryInitial = time.Second
+	sandboxRetryMax     = 10 * time.Second
+)
+
 // backoff is a per-key exponential back-off on an injected clock, with the semantics of client-go's
 // flowcontrol.Backoff that the kubelet uses: IsInBackOffSince(key, t) asks whether an event at t (the
 // container's exit) is still within the back-off; Next(key, t) records a retry.
@@ -64,6 +72,23 @@ func (b *backoff) InBackOffSince(key string, eventTime time.Time) time.Duration 
 		return 0
 	}
 	if wait := e.delay - b.clock.Since(eventTime); wait > 0 {
+		return wait
+	}
+	return 0
+}
+
+// InBackOffSinceUpdate returns how long key must still wait after its last retry (Next): the kubelet's
+// IsInBackOffSinceUpdate, for retries that have no event time of their own (an image pull, a sandbox); 0
+// means go ahead.
+func (b *backoff) InBackOffSinceUpdate(key string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	e, ok := b.entries[key]
+	if !ok || b.expired(now, e.lastUpdate) {
+		return 0
+	}
+	if wait := e.delay - now.Sub(e.lastUpdate); wait > 0 {
 		return wait
 	}
 	return 0

@@ -131,7 +131,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	}
 	r.puller = newImagePuller(r.cri, r.clock, opts.ImagePulls, r.recorder, deps.PullRecords, r.enqueueKey)
 	r.crash = newBackoff(r.clock, backoffInitial, backoffMax)
-	r.sandboxBackoff = newBackoff(r.clock, time.Second, backoffMax)
+	r.sandboxBackoff = newBackoff(r.clock, sandboxRetryInitial, sandboxRetryMax)
 	return r, nil
 }
 

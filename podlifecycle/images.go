@@ -144,7 +144,7 @@ func (p *imagePuller) Ensure(ctx context.Context, podKey string, pod *corev1.Pod
 		}
 	}
 	bkey := podKey + "/" + image
-	if wait := p.backoff.InBackOffSince(bkey, p.clock.Now()); wait > 0 {
+	if wait := p.backoff.InBackOffSinceUpdate(bkey); wait > 0 {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		p.event(pod, c, corev1.EventTypeNormal, "BackOff", msg)
 		return imageResult{waiting: &podstatus.Waiting{Reason: reasonImagePullBackOff, Message: msg}, retryIn: wait}

@@ -130,7 +130,7 @@ func (r *Reconciler) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi
 // kubelet does (FailedCreatePodSandBox) and retried with back-off.
 func (r *Reconciler) createSandbox(ctx context.Context, w *podWorker, pod *corev1.Pod, attempt uint32) (string, time.Duration, error) {
 	bkey := string(pod.UID) + "/sandbox"
-	if wait := r.sandboxBackoff.InBackOffSince(bkey, r.clock.Now()); wait > 0 {
+	if wait := r.sandboxBackoff.InBackOffSinceUpdate(bkey); wait > 0 {
 		return "", wait, nil
 	}
 	cfg, err := r.sandboxConfig(pod, attempt)
