@@ -47,6 +47,16 @@ type lifecycleBed struct {
 	rec  *record.FakeRecorder
 	pleg *pleg.PLEG
 	r    *Reconciler
+	// logsDir is the pods' log directory (podLogsDir).
+	logsDir string
+	// vols is the volume manager the reconciler is built with (nil: none).
+	vols Volumes
+}
+
+// useVolumes rebuilds the reconciler (an agent start) with the volume manager v.
+func (b *lifecycleBed) useVolumes(v Volumes) {
+	b.vols = v
+	b.start()
 }
 
 const bedNode = "node-1"
@@ -86,10 +96,11 @@ func (b *lifecycleBed) start() {
 	b.rec = record.NewFakeRecorder(1000)
 	b.pleg = pleg.New(b.cri, pleg.Options{Clock: b.clk, EventBuffer: 1 << 16})
 	root := b.t.TempDir()
+	b.logsDir = filepath.Join(root, "logs")
 	r, err := New(Deps{Runtime: b.cri, Recorder: b.rec, Clock: b.clk, Client: b.api, Secrets: APIObjects{Reader: b.api},
-		Node: bedNodeObject, PLEG: b.pleg},
+		Node: bedNodeObject, PLEG: b.pleg, Volumes: b.vols},
 		Options{NodeName: bedNode, RootDir: root, HostIPs: []string{"192.0.2.10"},
-			Sandbox: podconfig.SandboxOptions{PodLogsDir: filepath.Join(root, "logs"), ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
+			Sandbox: podconfig.SandboxOptions{PodLogsDir: b.logsDir, ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -162,7 +173,7 @@ func (b *lifecycleBed) waitKill(name string) {
 		b.r.mu.Lock()
 		defer b.r.mu.Unlock()
 		for _, w := range b.r.workers {
-			if w.key.Name == name && w.kill != nil && !w.kill.finished() {
+			if w.Key.Name == name && w.Stopping() {
 				return false
 			}
 		}

@@ -46,7 +46,7 @@ func (r *Reconciler) KillPod(pod *corev1.Pod, gracePeriod int64, reason, message
 	}
 	w.pendingKill.Store(&killRequest{grace: gracePeriod,
 		outcome: podstatus.Override{Phase: corev1.PodFailed, Reason: reason, Message: message, Condition: condition}})
-	r.enqueue(w.key)
+	r.enqueue(w.Key)
 }
 
 // PodCleanedUp reports whether nothing of the pod runs any more: its worker is gone or terminated.
@@ -64,12 +64,9 @@ func (w *podWorker) applyKillRequest() {
 	if req == nil || w.stage() == terminated {
 		return
 	}
-	if w.gracePeriod < 0 || req.grace < w.gracePeriod {
-		w.gracePeriod = max(req.grace, 1)
-	}
+	w.ShortenGrace(req.grace)
 	if w.stage() == syncing {
-		o := req.outcome
-		w.override = &o
+		w.SetOutcome(req.outcome)
 		w.setState(terminating)
 	}
 }

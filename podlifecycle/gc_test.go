@@ -101,7 +101,7 @@ func TestContainerGCKeepsWhatTheStatusNeeds(t *testing.T) {
 		b.sync("crash")
 	}
 	b.mustRun("crash", "app") // attempt 3; 0, 1 and 2 exited
-	logDir := filepath.Join(b.r.sandboxOpts.PodLogsDir, "ns_crash_crash-uid", "app")
+	logDir := filepath.Join(b.logsDir, "ns_crash_crash-uid", "app")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestContainerGCKeepsWhatTheStatusNeeds(t *testing.T) {
 	if before.RestartCount != 3 || before.State.Running == nil || before.LastTerminationState.Terminated == nil {
 		t.Fatalf("status %+v, want running after 3 restarts", before)
 	}
-	gc, err := containergc.New(containergc.Options{Runtime: b.cri, Pods: b.r, Clock: b.clk, PodLogsDir: b.r.sandboxOpts.PodLogsDir,
+	gc, err := containergc.New(containergc.Options{Runtime: b.cri, Pods: b.r, Clock: b.clk, PodLogsDir: b.logsDir,
 		Policy: containergc.Policy{MaxPerPodContainer: 1, MaxContainers: -1}})
 	if err != nil {
 		t.Fatal(err)

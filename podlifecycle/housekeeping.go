@@ -47,8 +47,7 @@ func (h *housekeeping) run(ctx context.Context) {
 	h.removeOrphanedDirs(ctx, desired, inRuntime)
 	h.removeOrphanedCgroups(ctx, desired, inRuntime)
 	r.enqueueOverwritten(ctx, apiPods)
-	r.crash.GC()
-	r.sandboxBackoff.GC()
+	r.syncer.GC()
 	r.states.Retain(r.known) // a state read for a pod whose worker is gone (a late hook) goes too
 }
 
@@ -154,4 +153,18 @@ func containsMountUnder(mountinfo, dir string) bool {
 		}
 	}
 	return false
+}
+
+// removeOrphanedCgroups removes the pod cgroups of pods that are neither desired, tracked nor in the
+// runtime (the empty cgroups the runtime leaves behind, in every hierarchy).
+func (h *housekeeping) removeOrphanedCgroups(ctx context.Context, desired, inRuntime map[types.UID]bool) {
+	r := h.r
+	for _, uid := range r.podCgroups.List() {
+		if desired[uid] || inRuntime[uid] || r.known(uid) {
+			continue
+		}
+		if err := r.podCgroups.Remove(uid); err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Orphaned pod cgroup not removed", "podUID", uid, "err", err.Error())
+		}
+	}
 }

@@ -16,7 +16,7 @@ import (
 // with the mount's subPath.
 func TestImageVolumeIsPulledAndMountedByReference(t *testing.T) {
 	b := newLifecycleBed(t)
-	b.r.volumes = &volumes.Manager{RootDir: filepath.Join(b.t.TempDir(), "root")}
+	b.useVolumes(&volumes.Manager{RootDir: filepath.Join(b.t.TempDir(), "root")})
 	b.rt.SetPullable("registry.k8s.io/e2e-test-images/agnhost:2.66.1", 1<<20)
 	b.create(bedPod("web", func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "tools", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{

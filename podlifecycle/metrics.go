@@ -8,11 +8,8 @@ import (
 
 // podMetrics are the kubelet's pod metrics that nodelet records.
 type podMetrics struct {
-	workerDuration  prometheus.Histogram
-	startSLI        prometheus.Histogram
-	sandboxDuration prometheus.Histogram
-	containerStarts prometheus.Counter
-	podStateReads   *prometheus.CounterVec
+	workerDuration prometheus.Histogram
+	startSLI       prometheus.Histogram
 }
 
 func newPodMetrics(reg prometheus.Registerer) *podMetrics {
@@ -22,15 +19,9 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 		startSLI: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_start_sli_duration_seconds",
 			Help:    "Duration in seconds to start a pod, excluding time to pull images, observed from creation to all containers running.",
 			Buckets: []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}}),
-		sandboxDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "nodelet", Name: "run_podsandbox_duration_seconds",
-			Help: "Duration of RunPodSandbox as seen by the pod worker.", Buckets: prometheus.DefBuckets}),
-		containerStarts: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "nodelet", Name: "container_starts_total",
-			Help: "Containers started by the agent."}),
-		podStateReads: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "nodelet", Name: "pod_state_reads_total",
-			Help: "Pod runtime states a sync started from, by source: the PLEG cache or a runtime read."}, []string{"source"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.workerDuration, m.startSLI, m.sandboxDuration, m.containerStarts, m.podStateReads)
+		reg.MustRegister(m.workerDuration, m.startSLI)
 	}
 	return m
 }
@@ -38,6 +29,7 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 // RegisterMetrics registers the pod metrics, including running pods and containers, with reg.
 func (r *Reconciler) RegisterMetrics(reg prometheus.Registerer) {
 	r.metrics = newPodMetrics(reg)
+	r.syncer.RegisterMetrics(reg)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Subsystem: "kubelet", Name: "running_pods",
 			Help: "Number of pods that have a running pod sandbox"}, func() float64 { return float64(r.countRunning(false)) }),

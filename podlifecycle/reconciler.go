@@ -26,7 +26,7 @@ import (
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/runtime/podconfig"
+	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/statusmanager"
 )
 
@@ -37,44 +37,32 @@ import (
 // 30 s grace period or a slow pull never holds up another pod.
 type Reconciler struct {
 	// Built by New from Deps and Options; optional dependencies not given are no-ops, never nil.
-	client       client.Client // nil in standalone mode
-	cri          Runtime
-	pleg         RelistedPods
-	states       podStates // the pods' runtime state the PLEG keeps current (without a PLEG, one that never has it)
-	statuses     *statusmanager.Manager
-	recorder     EventRecorder
-	clock        clock.WithTicker
-	secrets      Objects                                         // nil in standalone mode
-	node         func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode
-	probes       Prober
-	volumes      Volumes
-	services     ServiceLister
-	static       StaticPods
-	staticKinds  []string
-	podCgroups   PodCgroups
-	nodeName     string
-	rootDir      string
-	hostIPs      []string
-	sandboxOpts  podconfig.SandboxOptions
-	maxWorkers   int
-	resyncPeriod time.Duration
+	client      client.Client // nil in standalone mode
+	syncer      *podsyncer.Syncer
+	pleg        RelistedPods
+	states      podsyncer.PodStates // the pods' runtime state the PLEG keeps current
+	statuses    *statusmanager.Manager
+	recorder    EventRecorder
+	clock       clock.WithTicker
+	node        func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode
+	volumes     Volumes
+	static      StaticPods
+	staticKinds []string
+	podCgroups  PodCgroups
+	nodeName    string
+	rootDir     string
+	maxWorkers  int
 	// housekeepingPeriod is how often orphans are looked for.
 	housekeepingPeriod time.Duration
 	sysctls            *SysctlAllowlist
-	seccompDefault     bool
-	hostResources      podconfig.HostResources
 	// admitters run before the reconciler's own admission (the eviction manager's).
 	admitters []PodAdmitter
 
-	mu             sync.Mutex
-	workers        map[types.UID]*podWorker
-	byKey          map[types.NamespacedName]map[types.UID]bool
-	wake           chan event.GenericEvent
-	puller         *imagePuller
-	crash          *backoff
-	sandboxBackoff *backoff
-	metrics        *podMetrics
-	rtName         string
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	byKey   map[types.NamespacedName]map[types.UID]bool
+	wake    chan event.GenericEvent
+	metrics *podMetrics
 }
 
 // Run runs the pod controller until ctx ends, with the PLEG, completions of background work, the static
@@ -183,12 +171,6 @@ func equalMaps(a, b map[string]string) bool {
 	return true
 }
 
-// enqueueKey asks for a reconcile of "namespace/name" (used by background work when it ends).
-func (r *Reconciler) enqueueKey(key string) {
-	ns, name := splitKey(key)
-	r.enqueue(types.NamespacedName{Namespace: ns, Name: name})
-}
-
 func (r *Reconciler) enqueue(key types.NamespacedName) {
 	stub := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	select {
@@ -196,15 +178,6 @@ func (r *Reconciler) enqueue(key types.NamespacedName) {
 	default:
 		// The queue of wake-ups is full: the resync and the PLEG will bring the pod back.
 	}
-}
-
-func splitKey(key string) (string, string) {
-	for i := range len(key) {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }
 
 // Reconcile converges everything the node runs under one pod name: old UIDs under that name are torn
@@ -225,24 +198,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res := result{}
 	blocked := false
 	for _, w := range r.workersFor(req.NamespacedName, desired) {
-		if desired != nil && w.uid == desired.UID {
+		if desired != nil && w.UID == desired.UID {
 			continue
 		}
 		done, wr := r.terminateOrphan(ctx, w)
-		res.merge(wr)
+		res.Merge(wr)
 		blocked = blocked || !done
 	}
 	if desired == nil {
-		return res.ctrl(), nil
+		return ctrlResult(res), nil
 	}
 	if blocked {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the previous pod with this name to terminate", "podUID", desired.UID)
-		return res.ctrl(), nil
+		return ctrlResult(res), nil
 	}
 	w := r.workerFor(desired)
 	wr, err := r.syncWorker(ctx, w, desired)
-	res.merge(wr)
-	return res.ctrl(), err
+	res.Merge(wr)
+	return ctrlResult(res), err
 }
 
 // desiredPod is the pod the API says should run under key, or nil.
@@ -272,35 +245,10 @@ func (r *Reconciler) desiredPod(ctx context.Context, key types.NamespacedName) (
 const apiReadTimeout = 5 * time.Second
 
 // result collects when a pod wants to be looked at again.
-type result struct{ after time.Duration }
+type result = podsyncer.Requeue
 
-func (r *result) merge(o result) {
-	if o.after > 0 && (r.after == 0 || o.after < r.after) {
-		r.after = o.after
-	}
-}
-
-func (r *result) requeueAfter(d time.Duration) { r.merge(result{after: d}) }
-
-func (r result) ctrl() ctrl.Result { return ctrl.Result{RequeueAfter: r.after} }
-
-// runtimeName is the runtime's name ("containerd"), the prefix of container IDs in pod status.
-func (r *Reconciler) runtimeName(ctx context.Context) string {
-	r.mu.Lock()
-	name := r.rtName
-	r.mu.Unlock()
-	if name != "" {
-		return name
-	}
-	v, err := r.cri.Version(ctx)
-	if err != nil {
-		return "containerd"
-	}
-	r.mu.Lock()
-	r.rtName = v.RuntimeName
-	r.mu.Unlock()
-	return v.RuntimeName
-}
+// ctrlResult is the controller's result for r.
+func ctrlResult(r result) ctrl.Result { return ctrl.Result{RequeueAfter: r.After} }
 
 // Enqueue asks for a sync of the pod namespace/name (for the probes' result changes).
 func (r *Reconciler) Enqueue(key types.NamespacedName) { r.enqueue(key) }

@@ -16,9 +16,13 @@ import (
 // waitingVolumes is a volume manager whose volumes wait (for an attach, say) without failing: SetUp reports no
 // error and the pod's volumes are not ready until attached is set.
 type waitingVolumes struct {
-	noVolumes
 	attached bool
 }
+
+func (v *waitingVolumes) Devices(*corev1.Pod, *corev1.Container) ([]*runtimeapi.Device, error) {
+	return nil, nil
+}
+func (v *waitingVolumes) TearDown(context.Context, types.UID) error { return nil }
 
 func (v *waitingVolumes) SetUp(context.Context, *corev1.Pod) []error { return nil }
 func (v *waitingVolumes) Ready(types.UID) bool                       { return v.attached }
@@ -31,7 +35,7 @@ func (v *waitingVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]strin
 func TestWaitingVolumeHoldsContainersAndRequeuesSoon(t *testing.T) {
 	b := newLifecycleBed(t)
 	vols := &waitingVolumes{}
-	b.r.volumes = vols
+	b.useVolumes(vols)
 	b.create(bedPod("web"))
 	res := b.sync("web")
 	if n := len(b.containers("web")); n != 0 {
@@ -74,7 +78,7 @@ func (v *rejectingVolumes) SetUp(context.Context, *corev1.Pod) []error {
 func TestVolumeRejectionFailsThePodAndStopsItsSandbox(t *testing.T) {
 	b := newLifecycleBed(t)
 	vols := &rejectingVolumes{}
-	b.r.volumes = vols
+	b.useVolumes(vols)
 	b.create(bedPod("web"))
 	b.sync("web")
 	vols.reject = true

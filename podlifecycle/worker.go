@@ -3,18 +3,15 @@ package podlifecycle
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/runtime"
 )
 
@@ -42,8 +39,8 @@ func (l lifecycle) String() string {
 // reconciler's mu. Background work (hooks, kills) reaches a worker only through its waiting reasons
 // (guarded by the worker's own mu) or by enqueueing its key.
 type podWorker struct {
-	uid types.UID
-	key types.NamespacedName
+	// PodState is the syncer's memory of the pod (UID, Key, outcome, grace period, waiting reasons).
+	*podsyncer.PodState
 	// pod is the last desired pod seen (kept after the API object is gone, to terminate it properly).
 	// Guarded by the reconciler's mu for writes; the object it points to is never changed.
 	pod *corev1.Pod
@@ -54,19 +51,8 @@ type podWorker struct {
 	admitted atomic.Bool
 	// pendingKill is a KillPod not yet taken in by the worker's reconcile (set from other goroutines).
 	pendingKill atomic.Pointer[killRequest]
-	override    *podstatus.Override
 	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds).
-	syncedAt time.Time
-
-	// Termination: grace only shrinks; kill is the stop in flight.
-	gracePeriod      int64
-	terminatingSince time.Time
-	kill             *killOp
-	tornDown         bool
-
-	mu            sync.Mutex                   // guards waiting
-	waiting       map[string]podstatus.Waiting // why containers wait, by name (background work sets it too)
-	mountErrors   map[string]bool
+	syncedAt      time.Time
 	startObserved bool
 }
 
@@ -81,27 +67,6 @@ func (w *podWorker) setState(s lifecycle) {
 			return
 		}
 	}
-}
-
-// setWaiting records why container name waits.
-func (w *podWorker) setWaiting(name string, wt podstatus.Waiting) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.waiting[name] = wt
-}
-
-// clearWaiting forgets why container name waited.
-func (w *podWorker) clearWaiting(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.waiting, name)
-}
-
-// waitingSnapshot is a copy of why containers wait.
-func (w *podWorker) waitingSnapshot() map[string]podstatus.Waiting {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.waiting)
 }
 
 // isAdmitted reports whether the pod passed admission (or was found running, which needs none).
@@ -130,14 +95,14 @@ func (r *Reconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) [
 	for uid := range r.byKey[key] {
 		out = append(out, r.workers[uid])
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
+	sort.Slice(out, func(i, j int) bool { return out[i].UID < out[j].UID })
 	return out
 }
 
 func (r *Reconciler) ensureWorkerLocked(uid types.UID, key types.NamespacedName) *podWorker {
 	w, ok := r.workers[uid]
 	if !ok {
-		w = &podWorker{uid: uid, key: key, gracePeriod: -1, waiting: map[string]podstatus.Waiting{}}
+		w = &podWorker{PodState: podsyncer.NewPodState(uid, key)}
 		r.workers[uid] = w
 		if r.byKey[key] == nil {
 			r.byKey[key] = map[types.UID]bool{}
@@ -160,17 +125,15 @@ func (r *Reconciler) workerFor(pod *corev1.Pod) *podWorker {
 func (r *Reconciler) forget(w *podWorker) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.workers, w.uid)
-	if m := r.byKey[w.key]; m != nil {
-		delete(m, w.uid)
+	delete(r.workers, w.UID)
+	if m := r.byKey[w.Key]; m != nil {
+		delete(m, w.UID)
 		if len(m) == 0 {
-			delete(r.byKey, w.key)
+			delete(r.byKey, w.Key)
 		}
 	}
-	r.puller.Forget(w.key.String())
-	r.probes.RemovePod(w.uid)
-	r.statuses.Forget(w.uid)
-	r.states.Forget(w.uid)
+	r.syncer.Forget(w.UID, w.Key)
+	r.statuses.Forget(w.UID)
 }
 
 // admittedPods are the pods whose resources count against the node: admitted, not terminated.
@@ -186,14 +149,10 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 	return out
 }
 
-// pass is what one sync of a pod did: when to look at it again, what failed, and the runtime state its
-// status is to be computed from (nil: no status this time — the pass failed before it knew the pod's state,
-// or waits for work in flight to report). deleteAfter asks for the removal of the API object of a deleted
-// pod once its final status is written.
+// pass is what one step of a worker did: the syncer's result and, for a deleted pod whose final status is
+// to be written, the removal of its API object after that status.
 type pass struct {
-	res         result
-	err         error
-	status      *runtime.PodStatus
+	podsyncer.Result
 	deleteAfter bool
 }
 
@@ -202,54 +161,60 @@ type pass struct {
 // status is written. It is the one place a pod's status is set from.
 func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, error) {
 	p := r.step(ctx, w, pod)
-	if p.status == nil {
-		return p.res, p.err
+	if p.Status == nil {
+		return p.Requeue, p.Err
 	}
-	if err := r.writeStatus(ctx, w, pod, p.status); err != nil {
-		return p.res, errors.Join(p.err, err)
+	if err := r.writeStatus(ctx, w, pod, p.Status); err != nil {
+		return p.Requeue, errors.Join(p.Err, err)
 	}
-	if p.deleteAfter && p.err == nil {
-		return p.res, r.finishDeletion(ctx, w, pod)
+	if p.deleteAfter && p.Err == nil {
+		return p.Requeue, r.finishDeletion(ctx, w, pod)
 	}
-	return p.res, p.err
+	return p.Requeue, p.Err
 }
 
-// step is one step of the desired pod's worker: admission on its first sync, then the sync of a running
-// pod or its termination.
+// step is one step of the desired pod's worker: admission on its first sync, then the syncer's SyncPod
+// while the pod runs, SyncTerminatingPod until its containers have stopped, and SyncTerminatedPod.
 func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pass {
-	status, gen, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
+	status, gen, err := r.syncer.ReadPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return pass{err: err}
+		return pass{Result: podsyncer.Result{Err: err}}
 	}
 	w.applyKillRequest()
 	if w.stage() == syncing && !w.isAdmitted() {
 		if rejected := r.admitPod(ctx, w, pod, status); rejected {
-			return pass{status: status}
+			return pass{Result: podsyncer.Result{Status: status}}
 		}
 	}
 	if w.stage() == syncing && r.shouldTerminate(ctx, w, pod) {
 		w.setState(terminating)
 	}
+	sc := &podsyncer.Scope{Pod: pod, State: w.PodState, Runtime: status, Gen: gen}
 	if w.stage() == syncing {
-		return r.syncPod(ctx, w, pod, status, gen)
+		res := r.syncer.SyncPod(ctx, sc)
+		if res.Terminate {
+			w.setState(terminating)
+			r.enqueue(w.Key)
+		} else if res.Err == nil {
+			res.Requeue.RequeueAfter(r.deadlineRemaining(w, pod))
+		}
+		return pass{Result: res}
 	}
-	return r.terminatePod(ctx, w, pod, status)
-}
-
-// runtimeActive reports whether a container of the pod runs or its sandbox is ready.
-func runtimeActive(st *runtime.PodStatus) bool {
-	if len(runningContainers(st)) > 0 {
-		return true
+	if w.stage() == terminating {
+		res := r.syncer.SyncTerminatingPod(ctx, sc)
+		if !res.Stopped {
+			return pass{Result: res}
+		}
+		w.setState(terminated)
 	}
-	return slices.ContainsFunc(st.Sandboxes, func(sb *runtimeapi.PodSandboxStatus) bool {
-		return sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
-	})
+	res := r.syncer.SyncTerminatedPod(ctx, sc)
+	return pass{Result: res, deleteAfter: res.Err == nil && pod.DeletionTimestamp != nil}
 }
 
 // shouldTerminate reports whether a syncing pod must stop: it is being deleted, its phase is terminal,
 // or the agent decided its fate (activeDeadlineSeconds).
 func (r *Reconciler) shouldTerminate(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || isTerminalPhase(pod.Status.Phase) || w.override != nil {
+	if pod.DeletionTimestamp != nil || isTerminalPhase(pod.Status.Phase) || w.Outcome() != nil {
 		return true
 	}
 	return r.deadlineExceeded(ctx, w, pod)
@@ -269,8 +234,8 @@ func (r *Reconciler) deadlineExceeded(_ context.Context, w *podWorker, pod *core
 		return false
 	}
 	const msg = "Pod was active on the node longer than the specified deadline"
-	w.override = &podstatus.Override{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: msg}
-	r.recorder.Event(podRef(pod), corev1.EventTypeNormal, "DeadlineExceeded", msg)
+	w.SetOutcome(podstatus.Override{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: msg})
+	r.recorder.Event(podsyncer.PodRef(pod), corev1.EventTypeNormal, "DeadlineExceeded", msg)
 	return true
 }
 
@@ -295,7 +260,7 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 	if w.syncedAt.IsZero() {
 		w.syncedAt = r.clock.Now()
 	}
-	if isTerminalPhase(pod.Status.Phase) && !runtimeActive(status) {
+	if isTerminalPhase(pod.Status.Phase) && !status.Active() {
 		w.setState(terminated)
 		return false
 	}
@@ -315,8 +280,8 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 		w.setAdmitted()
 		return false
 	}
-	r.rejectPod(w, pod, res.reason, res.message)
+	r.syncer.Reject(w.PodState, pod, res.reason, res.message)
 	w.setState(terminated)
-	w.tornDown = true
+	w.NothingToTearDown()
 	return true
 }

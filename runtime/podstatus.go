@@ -90,6 +90,27 @@ func (s *PodStatus) ReadySandbox() *runtimeapi.PodSandboxStatus {
 	return s.Sandboxes[0]
 }
 
+// RunningContainers are the pod's containers that run.
+func (s *PodStatus) RunningContainers() []*ContainerStatus {
+	var out []*ContainerStatus
+	for _, c := range s.Containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Active reports whether a container of the pod runs or one of its sandboxes is ready.
+func (s *PodStatus) Active() bool {
+	if len(s.RunningContainers()) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(s.Sandboxes, func(sb *runtimeapi.PodSandboxStatus) bool {
+		return sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+	})
+}
+
 // GetPodStatus reads everything the runtime holds for a pod UID: sandboxes (with status and IPs) and
 // every container's status, as the kubelet's GetPodStatus does.
 func (c *Client) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {

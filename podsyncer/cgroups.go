@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -17,18 +17,18 @@ const reasonFailedCreatePodContainer = "FailedCreatePodContainer"
 
 // ensurePodCgroup makes the pod's cgroup (the sandbox's cgroup parent) with the kubelet's pod limits
 // before the sandbox runs. A failure is reported as the kubelet reports it, and the sandbox waits.
-func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig) bool {
+func (s *Syncer) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig) bool {
 	if cfg.GetLinux().GetCgroupParent() == "" {
 		return true
 	}
 	// The pod cgroup's name: the sandbox's cgroup parent is its path in the cgroup driver's layout.
-	parent := podconfig.PodCgroupName(pod, r.sandboxOpts).ToCgroupfs()
+	parent := podconfig.PodCgroupName(pod, s.sandboxOpts).ToCgroupfs()
 	// As the kubelet, the QoS cgroups are brought up to date first; a failure there is only logged.
-	if err := r.podCgroups.UpdateQoS(r.burstableMilliCPU()); err != nil {
+	if err := s.podCgroups.UpdateQoS(s.burstableMilliCPU()); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to update QoS cgroups while syncing pod")
 	}
-	if err := r.podCgroups.Ensure(parent, podrules.PodCgroupResources(pod, podrules.GetPodQOS(pod))); err != nil {
-		r.recorder.Eventf(podRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
+	if err := s.podCgroups.Ensure(parent, podrules.PodCgroupResources(pod, podrules.GetPodQOS(pod))); err != nil {
+		s.recorder.Eventf(PodRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to ensure that the pod's cgroups exist and are correctly applied")
 		return false
 	}
@@ -37,9 +37,9 @@ func (r *Reconciler) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *
 
 // burstableMilliCPU sums the cpu requests of the admitted, not terminated Burstable pods: the burstable
 // QoS cgroup's share, as the kubelet's QoS container manager computes it.
-func (r *Reconciler) burstableMilliCPU() int64 {
+func (s *Syncer) burstableMilliCPU() int64 {
 	var sum int64
-	for _, p := range r.admittedPods("") {
+	for _, p := range s.admittedPods("") {
 		if podrules.GetPodQOS(p) == corev1.PodQOSBurstable {
 			reqs := podrules.PodRequests(p, podrules.ResourceOptions{})
 			sum += reqs.Cpu().MilliValue()
@@ -50,22 +50,8 @@ func (r *Reconciler) burstableMilliCPU() int64 {
 
 // removePodCgroup removes the pod's cgroup once its sandboxes are gone. One the runtime still fills is
 // left to housekeeping.
-func (r *Reconciler) removePodCgroup(ctx context.Context, uid types.UID) {
-	if err := r.podCgroups.Remove(uid); err != nil {
+func (s *Syncer) removePodCgroup(ctx context.Context, uid types.UID) {
+	if err := s.podCgroups.Remove(uid); err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Pod cgroup not removed yet", "podUID", uid, "err", err.Error())
-	}
-}
-
-// removeOrphanedCgroups removes the pod cgroups of pods that are neither desired, tracked nor in the
-// runtime (the empty cgroups the runtime leaves behind, in every hierarchy).
-func (h *housekeeping) removeOrphanedCgroups(ctx context.Context, desired, inRuntime map[types.UID]bool) {
-	r := h.r
-	for _, uid := range r.podCgroups.List() {
-		if desired[uid] || inRuntime[uid] || r.known(uid) {
-			continue
-		}
-		if err := r.podCgroups.Remove(uid); err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("Orphaned pod cgroup not removed", "podUID", uid, "err", err.Error())
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"

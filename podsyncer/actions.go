@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // identifiers could name.
 type hostileBed struct {
 	base, victim string
-	r            *Reconciler
+	r            *Syncer
 }
 
 func newHostileBed(t *testing.T) *hostileBed {
@@ -33,7 +33,7 @@ func newHostileBed(t *testing.T) *hostileBed {
 			t.Fatal(err)
 		}
 	}
-	b.r = newTestReconciler(t, Deps{}, Options{RootDir: filepath.Join(base, "root"), Sandbox: podconfig.SandboxOptions{PodLogsDir: filepath.Join(base, "logs")}})
+	b.r = newTestSyncer(t, Deps{}, Options{RootDir: filepath.Join(base, "root"), Sandbox: podconfig.SandboxOptions{PodLogsDir: filepath.Join(base, "logs")}})
 	return b
 }
 
@@ -58,10 +58,10 @@ func (b *hostileBed) unchanged(t *testing.T, what string) {
 
 // contained reports whether every directory the worker's identifiers could name without validation lies
 // inside the bed, so that trying to remove them is harmless even if the validation regressed.
-func (b *hostileBed) contained(w *podWorker) bool {
+func (b *hostileBed) contained(w *PodState) bool {
 	for _, p := range []string{
-		filepath.Join(b.r.rootDir, "pods", string(w.uid)),
-		filepath.Join(b.r.sandboxOpts.PodLogsDir, w.key.Namespace+"_"+w.key.Name+"_"+string(w.uid)),
+		filepath.Join(b.r.rootDir, "pods", string(w.UID)),
+		filepath.Join(b.r.sandboxOpts.PodLogsDir, w.Key.Namespace+"_"+w.Key.Name+"_"+string(w.UID)),
 	} {
 		rel, err := filepath.Rel(b.base, p)
 		if err != nil || !filepath.IsLocal(rel) {
@@ -82,19 +82,19 @@ func TestRemovePodNeverLeavesItsRoots(t *testing.T) {
 	cases := append(podrulestest.HostileSegments(), podrulestest.HostileSegment{Name: "the victim", Value: toVictim})
 	for _, h := range cases {
 		for _, field := range []string{"uid", "namespace", "name"} {
-			w := &podWorker{uid: "uid-1", key: types.NamespacedName{Namespace: "ns", Name: "web"}}
+			w := NewPodState("uid-1", types.NamespacedName{Namespace: "ns", Name: "web"})
 			switch field {
 			case "uid":
-				w.uid = types.UID(h.Value)
+				w.UID = types.UID(h.Value)
 			case "namespace":
-				w.key.Namespace = h.Value
+				w.Key.Namespace = h.Value
 			case "name":
-				w.key.Name = h.Value
+				w.Key.Name = h.Value
 			}
 			if !b.contained(w) {
 				continue // a regression must not remove a host directory: PodDir's own table covers it
 			}
-			if err := b.r.removePod(context.Background(), w, &runtime.PodStatus{}); err != nil {
+			if err := b.r.RemovePod(context.Background(), &Scope{State: w, Runtime: &runtime.PodStatus{}}); err != nil {
 				t.Errorf("%s %s: removePod = %v, want nothing to remove", h.Name, field, err)
 			}
 			b.unchanged(t, h.Name+" "+field)

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -67,11 +67,11 @@ func (c *cgroupLog) RemoveContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func cgroupReconciler(t *testing.T, cg *cgroupLog) (*Reconciler, *record.FakeRecorder) {
+func cgroupReconciler(t *testing.T, cg *cgroupLog) (*Syncer, *record.FakeRecorder) {
 	t.Helper()
 	rec := record.NewFakeRecorder(10)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
-	r := newTestReconciler(t, Deps{Runtime: cg, PodCgroups: cg, Recorder: rec, Clock: clk},
+	r := newTestSyncer(t, Deps{Runtime: cg, PodCgroups: cg, Recorder: rec, Clock: clk},
 		Options{Sandbox: podconfig.SandboxOptions{CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/", PodLogsDir: t.TempDir()}})
 	return r, rec
 }
@@ -84,7 +84,7 @@ func cgroupPod() *corev1.Pod {
 func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
 	cg := &cgroupLog{}
 	r, _ := cgroupReconciler(t, cg)
-	id, _, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
+	id, _, err := r.createSandbox(context.Background(), NewPodState("1234-abcd", types.NamespacedName{}), cgroupPod(), 0)
 	if err != nil || id == "" {
 		t.Fatalf("createSandbox = %q, %v", id, err)
 	}
@@ -98,7 +98,7 @@ func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
 func TestPodCgroupFailureStopsTheSandboxAsTheKubelet(t *testing.T) {
 	cg := &cgroupLog{ensureErr: errors.New("permission denied")}
 	r, rec := cgroupReconciler(t, cg)
-	id, retry, err := r.createSandbox(context.Background(), &podWorker{uid: "1234-abcd"}, cgroupPod(), 0)
+	id, retry, err := r.createSandbox(context.Background(), NewPodState("1234-abcd", types.NamespacedName{}), cgroupPod(), 0)
 	if err != nil || id != "" || retry <= 0 {
 		t.Fatalf("createSandbox = %q, %v, %v; want not created, retried later", id, retry, err)
 	}
@@ -118,24 +118,13 @@ func TestPodCgroupFailureStopsTheSandboxAsTheKubelet(t *testing.T) {
 func TestPodCgroupIsRemovedAfterTheSandboxes(t *testing.T) {
 	cg := &cgroupLog{}
 	r, _ := cgroupReconciler(t, cg)
-	w := &podWorker{uid: "1234-abcd", key: types.NamespacedName{Namespace: "default", Name: "web"}}
-	st := &runtime.PodStatus{UID: w.uid, Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb1"}},
+	ps := NewPodState("1234-abcd", types.NamespacedName{Namespace: "default", Name: "web"})
+	st := &runtime.PodStatus{UID: ps.UID, Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb1"}},
 		Containers: []*runtime.ContainerStatus{{ID: "c1"}}}
-	if err := r.removePod(context.Background(), w, st); err != nil {
+	if err := r.RemovePod(context.Background(), &Scope{State: ps, Runtime: st}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := cg.entries(), "remove container c1, remove sandbox sb1, remove 1234-abcd"; got != want {
 		t.Errorf("calls %q, want %q", got, want)
-	}
-}
-
-func TestOrphanedPodCgroupsAreRemoved(t *testing.T) {
-	cg := &cgroupLog{listed: []types.UID{"desired", "running", "tracked", "orphan"}}
-	r, _ := cgroupReconciler(t, cg)
-	r.workers = map[types.UID]*podWorker{"tracked": {uid: "tracked"}}
-	h := &housekeeping{r: r}
-	h.removeOrphanedCgroups(context.Background(), map[types.UID]bool{"desired": true}, map[types.UID]bool{"running": true})
-	if got := cg.entries(); got != "remove orphan" {
-		t.Errorf("calls %q, want only the orphan's cgroup removed", got)
 	}
 }

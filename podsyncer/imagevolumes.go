@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // policy, as the kubelet does before it starts the container (its events are the pod's, with no
 // container). It returns the pulled reference of each such volume by name, or why the container waits
 // (a pull under way, ErrImagePull, ImagePullBackOff) and when to look again.
-func (r *Reconciler) ensureImageVolumes(ctx context.Context, w *podWorker, pod *corev1.Pod, c *corev1.Container,
+func (s *Syncer) ensureImageVolumes(ctx context.Context, ps *PodState, pod *corev1.Pod, c *corev1.Container,
 	sbCfg *runtimeapi.PodSandboxConfig) (map[string]string, *podstatus.Waiting, time.Duration) {
 	var refs map[string]string
 	for _, vm := range c.VolumeMounts {
@@ -23,8 +23,8 @@ func (r *Reconciler) ensureImageVolumes(ctx context.Context, w *podWorker, pod *
 			continue
 		}
 		pull := &corev1.Container{Image: src.Reference, ImagePullPolicy: src.PullPolicy}
-		creds := func() pullCredentials { return r.pullCredentials(ctx, pod, src.Reference) }
-		img := r.puller.Ensure(ctx, w.key.String(), pod, pull, creds, sbCfg)
+		creds := func() pullCredentials { return s.pullCredentials(ctx, pod, src.Reference) }
+		img := s.puller.Ensure(ctx, ps.Key.String(), pod, pull, creds, sbCfg)
 		if img.waiting != nil {
 			return nil, img.waiting, img.retryIn
 		}

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -22,20 +22,20 @@ const hookTimeout = 2 * time.Minute
 
 // runPostStart runs a container's postStart hook in the background. If it fails the container is
 // killed (FailedPostStartHook) and restarted per the restart policy, as in the kubelet.
-func (r *Reconciler) runPostStart(w *podWorker, pod *corev1.Pod, c *corev1.Container, id string) {
+func (s *Syncer) runPostStart(ps *PodState, pod *corev1.Pod, c *corev1.Container, id string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
 		defer cancel()
-		msg, err := r.runHandler(ctx, pod, c, id, c.Lifecycle.PostStart)
+		msg, err := s.runHandler(ctx, pod, c, id, c.Lifecycle.PostStart)
 		if err != nil {
-			r.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
-			ctrl.Log.WithName("hooks").Info("PostStart hook failed", "pod", w.key, "container", c.Name, "err", err.Error(), "output", msg)
-			w.setWaiting(c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
-			r.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
-				message: "FailedPostStartHook"}, r.clock.Now().Add(time.Duration(r.specGrace(pod))*time.Second), nil)
-			r.changed(w.uid)
+			s.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
+			ctrl.Log.WithName("hooks").Info("PostStart hook failed", "pod", ps.Key, "container", c.Name, "err", err.Error(), "output", msg)
+			ps.setWaiting(c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
+			s.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
+				message: "FailedPostStartHook"}, s.clock.Now().Add(time.Duration(s.specGrace(pod))*time.Second), nil)
+			s.changed(ps.UID)
 		}
-		r.enqueue(w.key)
+		s.enqueue(ps.Key)
 	}()
 }
 
@@ -46,7 +46,7 @@ func hookFailure(err error, output string) string {
 	return err.Error()
 }
 
-func (r *Reconciler) specGrace(pod *corev1.Pod) int64 {
+func (s *Syncer) specGrace(pod *corev1.Pod) int64 {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
@@ -73,24 +73,24 @@ func preStopHandler(spec *corev1.Container, c *runtime.ContainerStatus) *corev1.
 }
 
 // runPreStop runs a preStop hook until it ends or ctx (the grace period) does.
-func (r *Reconciler) runPreStop(ctx context.Context, pod *corev1.Pod, spec *corev1.Container, c *runtime.ContainerStatus, h *corev1.LifecycleHandler) {
-	msg, err := r.runHandler(ctx, pod, spec, c.ID, h)
+func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, spec *corev1.Container, c *runtime.ContainerStatus, h *corev1.LifecycleHandler) {
+	msg, err := s.runHandler(ctx, pod, spec, c.ID, h)
 	if err == nil || pod == nil {
 		return
 	}
-	r.recorder.Event(containerRef(pod, spec), corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+	s.recorder.Event(containerRef(pod, spec), corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
 	ctrl.LoggerFrom(ctx).Info("PreStop hook failed", "container", c.Name, "err", err.Error(), "output", msg)
 }
 
 // runHandler runs an exec, httpGet or sleep lifecycle handler.
-func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, h *corev1.LifecycleHandler) (string, error) {
+func (s *Syncer) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, h *corev1.LifecycleHandler) (string, error) {
 	switch {
 	case h.Exec != nil:
 		timeout := hookTimeout
 		if d, ok := ctx.Deadline(); ok {
 			timeout = max(time.Until(d), time.Second)
 		}
-		resp, err := r.cri.ExecSync(ctx, id, h.Exec.Command, timeout)
+		resp, err := s.cri.ExecSync(ctx, id, h.Exec.Command, timeout)
 		if err != nil {
 			return "", err
 		}
@@ -100,11 +100,11 @@ func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.
 		}
 		return out, nil
 	case h.HTTPGet != nil:
-		return "", r.runHTTPHook(ctx, pod, c, h.HTTPGet)
+		return "", s.runHTTPHook(ctx, pod, c, h.HTTPGet)
 	case h.Sleep != nil:
 		select {
 		case <-ctx.Done():
-		case <-r.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		case <-s.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
 		}
 		return "", nil
 	default:
@@ -114,17 +114,17 @@ func (r *Reconciler) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.
 
 // runHTTPHook sends the hook's GET through the one hook client (probes.HookClient: HTTPS not verified,
 // redirects followed only to the same host, as the kubelet); a status outside 200–399 is a failure.
-func (r *Reconciler) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
+func (s *Syncer) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
 	host := g.Host
 	if host == "" && pod != nil {
-		st, _, err := r.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
+		st, _, err := s.ReadPod(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			return err
 		}
 		if len(st.IPs) > 0 {
 			host = st.IPs[0]
-		} else if len(r.hostIPs) > 0 {
-			host = r.hostIPs[0]
+		} else if len(s.hostIPs) > 0 {
+			host = s.hostIPs[0]
 		}
 	}
 	req, err := probes.NewHookRequest(ctx, g, c, host)

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // settings reach the CRI container config the pod worker builds.
 func TestContainerConfigCarriesTheHostResources(t *testing.T) {
 	host := podconfig.HostResources{HugePageSizes: []int64{2 << 20, 1 << 30}, CgroupV2: true, SwapController: true}
-	r := newTestReconciler(t, Deps{Runtime: imageUserRuntime{}}, Options{RootDir: t.TempDir(), HostResources: host})
+	r := newTestSyncer(t, Deps{Runtime: imageUserRuntime{}}, Options{RootDir: t.TempDir(), HostResources: host})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "1234-abcd"},
 		Spec: corev1.PodSpec{EnableServiceLinks: ptr.To(false), Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
 	c := &pod.Spec.Containers[0]

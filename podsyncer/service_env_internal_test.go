@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestServiceEnvGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newTestReconciler(t, Deps{Services: tt.services}, Options{})
+			r := newTestSyncer(t, Deps{Services: tt.services}, Options{})
 			env, err := r.serviceEnv(context.Background(), tt.pod)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -97,7 +97,7 @@ func TestReportMissingClusterDNS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			r := newTestReconciler(t, Deps{Recorder: rec}, Options{NodeName: "n1", Sandbox: podconfig.SandboxOptions{ClusterDNS: tt.clusterDNS}})
+			r := newTestSyncer(t, Deps{Recorder: rec}, Options{NodeName: "n1", Sandbox: podconfig.SandboxOptions{ClusterDNS: tt.clusterDNS}})
 			r.reportMissingClusterDNS(tt.pod)
 			close(rec.Events)
 			var got []string

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -63,36 +63,37 @@ func resetOf(containers []corev1.Container, st *runtime.PodStatus) (sources, tar
 // and containers of the pod are still to be removed. Like the kubelet's status manager, the worker keeps
 // that status as the one the next status builds on: the sync that finds every container gone thus ends
 // the restart (the condition turns false) before the first init container starts again.
-func (r *Reconciler) restartingAllContainers(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) bool {
+func (s *Syncer) restartingAllContainers(ctx context.Context, sc *Scope) bool {
+	pod := sc.Pod
 	if !podrules.AllContainersCouldRestart(&pod.Spec) {
 		return false
 	}
-	s := r.computeStatus(ctx, w, pod, &pod.Status, st)
-	r.statuses.Keep(pod.UID, s)
-	return podstatus.AllContainersRestarting(&s)
+	status := s.PodStatus(ctx, sc, &pod.Status)
+	s.statuses.Keep(pod.UID, status)
+	return podstatus.AllContainersRestarting(&status)
 }
 
 // resetPod stops (without preStop hooks) and removes the pod's containers for RestartAllContainers, one
 // after the other in the order given, then looks at the pod again at once: with its containers gone, the
 // pod starts over from its first init container in the same sandbox. Container logs stay.
-func (r *Reconciler) resetPod(ctx context.Context, w *podWorker, pod *corev1.Pod, resets []resetAction) error {
-	defer r.changed(w.uid)
+func (s *Syncer) resetPod(ctx context.Context, ps *PodState, pod *corev1.Pod, resets []resetAction) error {
+	defer s.changed(ps.UID)
 	log := ctrl.LoggerFrom(ctx)
 	for _, rs := range resets {
 		c := rs.container
 		log.V(1).Info("Removing container before pod restarts", "container", c.Name, "containerID", c.ID)
 		if rs.kill {
 			spec, _ := podrules.FindContainer(pod, c.Name)
-			r.recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", "killing")
-			if err := r.cri.StopContainer(ctx, c.ID, resetStopTimeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			s.recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", "killing")
+			if err := s.cri.StopContainer(ctx, c.ID, resetStopTimeout); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				return fmt.Errorf("stop container %s for RestartAllContainers: %w", c.Name, err)
 			}
 		}
-		if err := r.cri.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		if err := s.cri.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return fmt.Errorf("remove container %s for RestartAllContainers: %w", c.Name, err)
 		}
 	}
-	r.enqueue(w.key)
+	s.enqueue(ps.Key)
 	return nil
 }
 
@@ -122,8 +123,8 @@ var logFileName = regexp.MustCompile(`^(\d+)\.log(\..*)?`)
 
 // containerLogDir is the directory of a container's log files; "" when an identifier cannot be part of a
 // path (the container's config then fails with that error).
-func (r *Reconciler) containerLogDir(pod *corev1.Pod, name string) string {
-	dir, err := podconfig.ContainerLogDir(r.sandboxOpts.PodLogsDir, pod, name)
+func (s *Syncer) containerLogDir(pod *corev1.Pod, name string) string {
+	dir, err := podconfig.ContainerLogDir(s.sandboxOpts.PodLogsDir, pod, name)
 	if err != nil {
 		return ""
 	}

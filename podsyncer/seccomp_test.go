@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func TestContainerConfigCarriesTheSeccompSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newTestReconciler(t, Deps{Runtime: imageUserRuntime{}}, Options{RootDir: root, SeccompDefault: tt.seccompDefault})
+			r := newTestSyncer(t, Deps{Runtime: imageUserRuntime{}}, Options{RootDir: root, SeccompDefault: tt.seccompDefault})
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "1234-abcd"},
 				Spec: corev1.PodSpec{EnableServiceLinks: ptr.To(false), SecurityContext: &corev1.PodSecurityContext{SeccompProfile: tt.profile},
 					Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}

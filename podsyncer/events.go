@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -6,8 +6,8 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 )
 
-// podRef references a pod in events.
-func podRef(pod *corev1.Pod) *corev1.ObjectReference {
+// PodRef references a pod in events.
+func PodRef(pod *corev1.Pod) *corev1.ObjectReference {
 	return &corev1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 		ResourceVersion: pod.ResourceVersion,
@@ -18,7 +18,7 @@ func podRef(pod *corev1.Pod) *corev1.ObjectReference {
 // "spec.containers{name}", "spec.initContainers{name}" or "spec.ephemeralContainers{name}"), so
 // `kubectl describe` shows it.
 func containerRef(pod *corev1.Pod, c *corev1.Container) *corev1.ObjectReference {
-	ref := podRef(pod)
+	ref := PodRef(pod)
 	if c == nil || c.Name == "" { // no container: the pull of an image volume
 		return ref
 	}

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestHTTPHookRedirects(t *testing.T) {
 	_, hookPort, _ := net.SplitHostPort(hook.Listener.Addr().String())
 	port, _ := strconv.Atoi(hookPort)
 
-	r := newTestReconciler(t, Deps{}, Options{})
+	r := newTestSyncer(t, Deps{}, Options{})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
 	c := &corev1.Container{Name: "c"}
 	run := func(path string) error {

@@ -1,4 +1,4 @@
-package podlifecycle
+package podsyncer
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func TestKillAllStopsSidecarsLastInReverseOrder(t *testing.T) {
 	pod := sidecarPod(portNum)
 	pod.Name, pod.Namespace = "p", "ns"
 	clk := clocktesting.NewFakeClock(time.Now()) // the hook's context deadline is a wall-clock one
-	r := newTestReconciler(t, Deps{Runtime: rt, Clock: clk}, Options{})
+	r := newTestSyncer(t, Deps{Runtime: rt, Clock: clk}, Options{})
 	kills := []killAction{
 		{container: &runtime.ContainerStatus{ID: "container-redirect", Name: "container-redirect", Kind: runtime.KindSidecar}},
 		{container: &runtime.ContainerStatus{ID: "pod-with-prestop-http-hook", Name: "pod-with-prestop-http-hook", Kind: runtime.KindSidecar}},

@@ -1,0 +1,78 @@
+package podlifecycle
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/podsyncer"
+	"github.com/nodelet/nodelet/runtime"
+)
+
+// writeStatus computes the pod's status from the runtime state st a step left and sets it with the status
+// manager, which writes it when the API does not hold it yet.
+func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) error {
+	sc := &podsyncer.Scope{Pod: pod, State: w.PodState, Runtime: st,
+		Terminating: w.stage() >= terminating, Terminated: w.stage() == terminated}
+	res, err := r.statuses.SetPodStatus(ctx, pod, func(api *corev1.PodStatus) corev1.PodStatus {
+		return r.syncer.PodStatus(ctx, sc, api)
+	})
+	if res.Written {
+		r.observeStart(w, pod, &res.Status)
+		ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", res.Status.Phase)
+	}
+	return err
+}
+
+// terminateOrphan stops and removes a UID that is not (or no longer) desired under its name: a pod
+// force-deleted from the API, a name reused with a new UID, or a pod left by an earlier run. It returns
+// true once nothing of it is left in the runtime.
+func (r *Reconciler) terminateOrphan(ctx context.Context, w *podWorker) (bool, result) {
+	log := ctrl.LoggerFrom(ctx).WithValues("podUID", w.UID)
+	st, _, err := r.syncer.ReadPod(ctx, w.UID, w.Key.Name, w.Key.Namespace)
+	if err != nil {
+		log.Error(err, "Failed to read the runtime state of an orphaned pod")
+		return false, result{After: time.Second}
+	}
+	w.setState(terminating)
+	sc := &podsyncer.Scope{Pod: w.pod, State: w.PodState, Runtime: st}
+	if !r.syncer.SyncTerminatingPod(ctx, sc).Stopped {
+		return false, result{}
+	}
+	w.setState(terminated)
+	if err := r.syncer.TearDown(ctx, sc); err != nil {
+		log.Error(err, "Failed to tear down an orphaned pod")
+		return false, result{After: time.Second}
+	}
+	if err := r.syncer.RemovePod(ctx, sc); err != nil {
+		log.Error(err, "Failed to remove an orphaned pod")
+		return false, result{After: time.Second}
+	}
+	log.Info("Removed pod that is no longer desired")
+	r.forget(w)
+	return true, result{}
+}
+
+// finishDeletion removes what the runtime holds and then the API object, with grace 0 and a UID
+// precondition so a new pod under the same name is never deleted by mistake.
+func (r *Reconciler) finishDeletion(ctx context.Context, w *podWorker, pod *corev1.Pod) error {
+	st, _, err := r.syncer.ReadPod(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return err
+	}
+	if err := r.syncer.RemovePod(ctx, &podsyncer.Scope{Pod: pod, State: w.PodState, Runtime: st}); err != nil {
+		return err
+	}
+	err = r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: ptr.To(pod.UID)})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Pod deleted from the API after termination")
+	r.forget(w)
+	return nil
+}

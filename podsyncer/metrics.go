@@ -1,0 +1,28 @@
+package podsyncer
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the syncer's own metrics.
+type metrics struct {
+	sandboxDuration prometheus.Histogram
+	containerStarts prometheus.Counter
+	podStateReads   *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		sandboxDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "nodelet", Name: "run_podsandbox_duration_seconds",
+			Help: "Duration of RunPodSandbox as seen by the pod worker.", Buckets: prometheus.DefBuckets}),
+		containerStarts: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "nodelet", Name: "container_starts_total",
+			Help: "Containers started by the agent."}),
+		podStateReads: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "nodelet", Name: "pod_state_reads_total",
+			Help: "Pod runtime states a sync started from, by source: the PLEG cache or a runtime read."}, []string{"source"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.sandboxDuration, m.containerStarts, m.podStateReads)
+	}
+	return m
+}
+
+// RegisterMetrics registers the syncer's metrics with reg.
+func (s *Syncer) RegisterMetrics(reg prometheus.Registerer) { s.metrics = newMetrics(reg) }
