@@ -90,7 +90,10 @@ func TestStartFailures(t *testing.T) {
 	h.rt.listErr = errors.New("runtime is down")
 	var sink logtest.Sink
 	passes := started(t, h, logr.NewContext(context.Background(), sink.Logger()))
-	for range 2 {
+	for i := range 2 {
+		if i > 0 {
+			step(t, h, GCPeriod)
+		}
 		if err := wait(t, passes); err == nil {
 			t.Fatal("a pass with the runtime down succeeded")
 		}
@@ -102,11 +105,11 @@ func TestStartFailures(t *testing.T) {
 		default:
 			t.Error("no event for a failed pass")
 		}
-		step(t, h, GCPeriod)
 	}
 	h.rt.mu.Lock()
 	h.rt.listErr = nil
 	h.rt.mu.Unlock()
+	step(t, h, GCPeriod) // the next pass starts only once the runtime is back
 	if err := wait(t, passes); err != nil {
 		t.Fatal(err)
 	}
