@@ -23,7 +23,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 		return r.syncer.PodStatus(ctx, sc, api)
 	})
 	if res.Written {
-		r.observeStart(w, pod, &res.Status)
+		if w.startedNow(&res.Status) {
+			r.metrics.startSLI.Observe(r.clock.Since(pod.CreationTimestamp.Time).Seconds())
+		}
 		ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", res.Status.Phase)
 	}
 	return err

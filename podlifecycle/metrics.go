@@ -4,6 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/runtime/pleg"
 )
 
 // podMetrics are the kubelet's pod metrics that nodelet records.
@@ -32,16 +34,16 @@ func (r *Reconciler) RegisterMetrics(reg prometheus.Registerer) {
 	r.syncer.RegisterMetrics(reg)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Subsystem: "kubelet", Name: "running_pods",
-			Help: "Number of pods that have a running pod sandbox"}, func() float64 { return float64(r.countRunning(false)) }),
+			Help: "Number of pods that have a running pod sandbox"}, func() float64 { return float64(countRunning(r.pleg.Pods(), false)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Subsystem: "kubelet", Name: "running_containers",
-			Help: "Number of containers currently running"}, func() float64 { return float64(r.countRunning(true)) }),
+			Help: "Number of containers currently running"}, func() float64 { return float64(countRunning(r.pleg.Pods(), true)) }),
 	)
 }
 
-// countRunning counts ready sandboxes or running containers in the last relist.
-func (r *Reconciler) countRunning(containers bool) int {
+// countRunning counts the ready sandboxes or the running containers of the relisted pods.
+func countRunning(pods []pleg.RelistedPod, containers bool) int {
 	n := 0
-	for _, p := range r.pleg.Pods() {
+	for _, p := range pods {
 		if containers {
 			for _, c := range p.Containers {
 				if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -60,16 +62,17 @@ func (r *Reconciler) countRunning(containers bool) int {
 	return n
 }
 
-// observeStart records the pod start SLI once, when every container first runs.
-func (r *Reconciler) observeStart(w *podWorker, pod *corev1.Pod, st *corev1.PodStatus) {
+// startedNow reports, once, whether st is the first status of the pod with every container running (the pod
+// start SLI's end).
+func (w *podWorker) startedNow(st *corev1.PodStatus) bool {
 	if w.startObserved || st.Phase != corev1.PodRunning {
-		return
+		return false
 	}
 	for _, cs := range st.ContainerStatuses {
 		if cs.State.Running == nil {
-			return
+			return false
 		}
 	}
 	w.startObserved = true
-	r.metrics.startSLI.Observe(r.clock.Since(pod.CreationTimestamp.Time).Seconds())
+	return true
 }

@@ -196,7 +196,9 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 			w.setState(terminating)
 			r.enqueue(w.Key)
 		} else if res.Err == nil {
-			res.Requeue.RequeueAfter(r.deadlineRemaining(w, pod))
+			if left := w.deadlineLeft(r.clock.Now(), pod); left >= 0 {
+				res.Requeue.RequeueAfter(max(left, time.Millisecond))
+			}
 		}
 		return pass{Result: res}
 	}
@@ -213,24 +215,11 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 
 // shouldTerminate reports whether a syncing pod must stop: it is being deleted, its phase is terminal,
 // or the agent decided its fate (activeDeadlineSeconds).
-func (r *Reconciler) shouldTerminate(ctx context.Context, w *podWorker, pod *corev1.Pod) bool {
+func (r *Reconciler) shouldTerminate(_ context.Context, w *podWorker, pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil || isTerminalPhase(pod.Status.Phase) || w.Outcome() != nil {
 		return true
 	}
-	return r.deadlineExceeded(ctx, w, pod)
-}
-
-// deadlineExceeded applies activeDeadlineSeconds: the pod fails with DeadlineExceeded once it has been
-// active on the node longer than that.
-func (r *Reconciler) deadlineExceeded(_ context.Context, w *podWorker, pod *corev1.Pod) bool {
-	if pod.Spec.ActiveDeadlineSeconds == nil {
-		return false
-	}
-	start := w.syncedAt
-	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.Time
-	}
-	if start.IsZero() || r.clock.Since(start) < time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second {
+	if w.deadlineLeft(r.clock.Now(), pod) != 0 {
 		return false
 	}
 	const msg = "Pod was active on the node longer than the specified deadline"
@@ -239,16 +228,21 @@ func (r *Reconciler) deadlineExceeded(_ context.Context, w *podWorker, pod *core
 	return true
 }
 
-// deadlineRemaining is how long until activeDeadlineSeconds fires (0: no deadline).
-func (r *Reconciler) deadlineRemaining(w *podWorker, pod *corev1.Pod) time.Duration {
+// deadlineLeft is how long the pod may still be active on the node under activeDeadlineSeconds, counted
+// from its start (status.startTime, else its first sync here): -1 without a deadline (or before its first
+// sync), 0 once it is exceeded.
+func (w *podWorker) deadlineLeft(now time.Time, pod *corev1.Pod) time.Duration {
 	if pod.Spec.ActiveDeadlineSeconds == nil {
-		return 0
+		return -1
 	}
 	start := w.syncedAt
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.Time
 	}
-	return max(time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second-r.clock.Since(start), time.Millisecond)
+	if start.IsZero() {
+		return -1
+	}
+	return max(time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second-now.Sub(start), 0)
 }
 
 // admitPod admits a pod on its first sync. A pod the runtime already runs (an agent restart) and a pod

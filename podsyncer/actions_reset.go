@@ -123,8 +123,8 @@ var logFileName = regexp.MustCompile(`^(\d+)\.log(\..*)?`)
 
 // containerLogDir is the directory of a container's log files; "" when an identifier cannot be part of a
 // path (the container's config then fails with that error).
-func (s *Syncer) containerLogDir(pod *corev1.Pod, name string) string {
-	dir, err := podconfig.ContainerLogDir(s.sandboxOpts.PodLogsDir, pod, name)
+func (b *configBuilder) containerLogDir(pod *corev1.Pod, name string) string {
+	dir, err := podconfig.ContainerLogDir(b.sandboxOpts.PodLogsDir, pod, name)
 	if err != nil {
 		return ""
 	}

@@ -22,7 +22,7 @@ const hookTimeout = 2 * time.Minute
 
 // runPostStart runs a container's postStart hook in the background. If it fails the container is
 // killed (FailedPostStartHook) and restarted per the restart policy, as in the kubelet.
-func (s *Syncer) runPostStart(ps *PodState, pod *corev1.Pod, c *corev1.Container, id string) {
+func (s *stopper) runPostStart(ps *PodState, pod *corev1.Pod, c *corev1.Container, id string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
 		defer cancel()
@@ -46,7 +46,7 @@ func hookFailure(err error, output string) string {
 	return err.Error()
 }
 
-func (s *Syncer) specGrace(pod *corev1.Pod) int64 {
+func (s *stopper) specGrace(pod *corev1.Pod) int64 {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
@@ -73,7 +73,7 @@ func preStopHandler(spec *corev1.Container, c *runtime.ContainerStatus) *corev1.
 }
 
 // runPreStop runs a preStop hook until it ends or ctx (the grace period) does.
-func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, spec *corev1.Container, c *runtime.ContainerStatus, h *corev1.LifecycleHandler) {
+func (s *stopper) runPreStop(ctx context.Context, pod *corev1.Pod, spec *corev1.Container, c *runtime.ContainerStatus, h *corev1.LifecycleHandler) {
 	msg, err := s.runHandler(ctx, pod, spec, c.ID, h)
 	if err == nil || pod == nil {
 		return
@@ -83,7 +83,7 @@ func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, spec *corev1.C
 }
 
 // runHandler runs an exec, httpGet or sleep lifecycle handler.
-func (s *Syncer) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, h *corev1.LifecycleHandler) (string, error) {
+func (s *stopper) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, h *corev1.LifecycleHandler) (string, error) {
 	switch {
 	case h.Exec != nil:
 		timeout := hookTimeout
@@ -114,10 +114,10 @@ func (s *Syncer) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Cont
 
 // runHTTPHook sends the hook's GET through the one hook client (probes.HookClient: HTTPS not verified,
 // redirects followed only to the same host, as the kubelet); a status outside 200–399 is a failure.
-func (s *Syncer) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
+func (s *stopper) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
 	host := g.Host
 	if host == "" && pod != nil {
-		st, _, err := s.ReadPod(ctx, pod.UID, pod.Name, pod.Namespace)
+		st, _, err := s.readPod(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ func TestHTTPHookRedirects(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
 	c := &corev1.Container{Name: "c"}
 	run := func(path string) error {
-		return r.runHTTPHook(context.Background(), pod, c, &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt(port), Path: path})
+		return r.stop.runHTTPHook(context.Background(), pod, c, &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt(port), Path: path})
 	}
 	if err := run("/away"); err != nil {
 		t.Fatalf("a redirect to another host, not followed, is the hook's answer (3xx, a success): %v", err)

@@ -20,7 +20,7 @@ func TestContainerConfigCarriesTheHostResources(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "1234-abcd"},
 		Spec: corev1.PodSpec{EnableServiceLinks: ptr.To(false), Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
 	c := &pod.Spec.Containers[0]
-	cfg, err := r.containerConfig(context.Background(), pod, c, startAction{container: c}, &runtime.PodStatus{}, "sha256:x")
+	cfg, err := r.config.containerConfig(context.Background(), pod, c, startAction{container: c}, &runtime.PodStatus{}, "sha256:x")
 	if err != nil {
 		t.Fatal(err)
 	}

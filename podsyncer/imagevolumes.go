@@ -23,7 +23,7 @@ func (s *Syncer) ensureImageVolumes(ctx context.Context, ps *PodState, pod *core
 			continue
 		}
 		pull := &corev1.Container{Image: src.Reference, ImagePullPolicy: src.PullPolicy}
-		creds := func() pullCredentials { return s.pullCredentials(ctx, pod, src.Reference) }
+		creds := func() pullCredentials { return s.config.pullCredentials(ctx, pod, src.Reference) }
 		img := s.puller.Ensure(ctx, ps.Key.String(), pod, pull, creds, sbCfg)
 		if img.waiting != nil {
 			return nil, img.waiting, img.retryIn

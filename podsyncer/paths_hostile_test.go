@@ -108,7 +108,7 @@ func TestMakePodDirsRefusesHostileUIDs(t *testing.T) {
 	for _, h := range podrulestest.HostileSegments() {
 		pod := &corev1.Pod{}
 		pod.Namespace, pod.Name, pod.UID = "ns", "web", types.UID(h.Value)
-		if err := b.r.makePodDirs(pod, ""); !errors.Is(err, podrules.ErrUnsafePathSegment) {
+		if err := b.r.config.makePodDirs(pod, ""); !errors.Is(err, podrules.ErrUnsafePathSegment) {
 			t.Errorf("%s: makePodDirs = %v, want ErrUnsafePathSegment", h.Name, err)
 		}
 		b.unchanged(t, h.Name)

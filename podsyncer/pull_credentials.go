@@ -33,9 +33,9 @@ type dockerAuth struct {
 // pullCredentials returns the pod's imagePullSecrets that match the image's registry: the first is the
 // one pulls use, all of them may show the pod holds the credentials an image on the node was pulled with.
 // Missing or malformed secrets are skipped, as in the kubelet (a pull then goes anonymous).
-func (s *Syncer) pullCredentials(ctx context.Context, pod *corev1.Pod, image string) pullCredentials {
+func (b *configBuilder) pullCredentials(ctx context.Context, pod *corev1.Pod, image string) pullCredentials {
 	var out pullCredentials
-	if len(pod.Spec.ImagePullSecrets) == 0 || s.secrets == nil {
+	if len(pod.Spec.ImagePullSecrets) == 0 || b.secrets == nil {
 		return out
 	}
 	named, err := reference.ParseNormalizedNamed(image)
@@ -44,7 +44,7 @@ func (s *Syncer) pullCredentials(ctx context.Context, pod *corev1.Pod, image str
 	}
 	domain := reference.Domain(named)
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, err := s.secrets.GetSecret(ctx, pod.Namespace, ref.Name)
+		s, err := b.secrets.GetSecret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Info("Unable to retrieve pull secret, the image pull may not succeed", "secret", ref.Name, "err", err.Error())
 			continue

@@ -42,7 +42,7 @@ func TestContainerConfigCarriesTheSeccompSettings(t *testing.T) {
 				Spec: corev1.PodSpec{EnableServiceLinks: ptr.To(false), SecurityContext: &corev1.PodSecurityContext{SeccompProfile: tt.profile},
 					Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
 			c := &pod.Spec.Containers[0]
-			cfg, err := r.containerConfig(context.Background(), pod, c, startAction{container: c}, &runtime.PodStatus{}, "sha256:x")
+			cfg, err := r.config.containerConfig(context.Background(), pod, c, startAction{container: c}, &runtime.PodStatus{}, "sha256:x")
 			if err != nil {
 				t.Fatal(err)
 			}

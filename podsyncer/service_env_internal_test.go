@@ -54,7 +54,7 @@ func TestServiceEnvGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newTestSyncer(t, Deps{Services: tt.services}, Options{})
-			env, err := r.serviceEnv(context.Background(), tt.pod)
+			env, err := r.config.serviceEnv(context.Background(), tt.pod)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -98,7 +98,7 @@ func TestReportMissingClusterDNS(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			r := newTestSyncer(t, Deps{Recorder: rec}, Options{NodeName: "n1", Sandbox: podconfig.SandboxOptions{ClusterDNS: tt.clusterDNS}})
-			r.reportMissingClusterDNS(tt.pod)
+			r.config.reportMissingClusterDNS(tt.pod)
 			close(rec.Events)
 			var got []string
 			for e := range rec.Events {

@@ -95,7 +95,7 @@ func TestKillAllStopsSidecarsLastInReverseOrder(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.killAll(context.Background(), pod, kills, clk.Now().Add(15*time.Second))
+		r.stop.killAll(context.Background(), pod, kills, clk.Now().Add(15*time.Second))
 	}()
 	select {
 	case <-hooked:

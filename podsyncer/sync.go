@@ -109,7 +109,7 @@ func (s *Syncer) startInSandbox(ctx context.Context, ps *PodState, pod *corev1.P
 	if len(start) == 0 {
 		return st, false, nil
 	}
-	sbCfg, err := s.sandboxConfig(pod, sb.GetMetadata().GetAttempt())
+	sbCfg, err := s.config.sandboxConfig(pod, sb.GetMetadata().GetAttempt())
 	if err != nil {
 		return st, false, err
 	}
@@ -136,9 +136,9 @@ func (s *Syncer) startInSandbox(ctx context.Context, ps *PodState, pod *corev1.P
 	return st, false, nil
 }
 
-func (s *Syncer) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	s.reportMissingClusterDNS(pod)
-	cfg, err := podconfig.SandboxConfig(pod, attempt, s.sandboxOpts)
+func (b *configBuilder) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	b.reportMissingClusterDNS(pod)
+	cfg, err := podconfig.SandboxConfig(pod, attempt, b.sandboxOpts)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox config for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -153,13 +153,13 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 	if wait := s.sandboxBackoff.InBackOffSinceUpdate(bkey); wait > 0 {
 		return "", wait, nil
 	}
-	cfg, err := s.sandboxConfig(pod, attempt)
-	if err == nil && !s.ensurePodCgroup(ctx, pod, cfg) {
+	cfg, err := s.config.sandboxConfig(pod, attempt)
+	if err == nil && !s.cgroups.ensurePodCgroup(ctx, pod, cfg) {
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
 		return "", s.sandboxBackoff.Delay(bkey), nil
 	}
 	if err == nil {
-		err = s.makePodDirs(pod, cfg.LogDirectory)
+		err = s.config.makePodDirs(pod, cfg.LogDirectory)
 	}
 	var handler string
 	if err == nil {
@@ -188,8 +188,8 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 }
 
 // makePodDirs creates <root>/pods/<uid> and the pod's log directory.
-func (s *Syncer) makePodDirs(pod *corev1.Pod, logDir string) error {
-	podDir, err := podconfig.PodDir(s.rootDir, pod.UID)
+func (b *configBuilder) makePodDirs(pod *corev1.Pod, logDir string) error {
+	podDir, err := podconfig.PodDir(b.rootDir, pod.UID)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 	c := sa.container
 	if sa.lastExit == nil && sa.restartCount == 0 {
 		// The runtime holds no attempt of it: count the attempts by their logs, as the kubelet does.
-		sa.restartCount = restartCountFromLogs(s.containerLogDir(pod, c.Name))
+		sa.restartCount = restartCountFromLogs(s.config.containerLogDir(pod, c.Name))
 	}
 	key := backoffKey(pod, c)
 	if sa.lastExit != nil {
@@ -234,7 +234,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 			return Requeue{After: wait}, ""
 		}
 	}
-	creds := func() pullCredentials { return s.pullCredentials(ctx, pod, c.Image) }
+	creds := func() pullCredentials { return s.config.pullCredentials(ctx, pod, c.Image) }
 	img := s.puller.Ensure(ctx, ps.Key.String(), pod, c, creds, sbCfg)
 	if img.waiting != nil {
 		ps.waitForImage(c.Name, *img.waiting)
@@ -251,7 +251,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 		// (nodelet pulls in the background and comes back once the image is there).
 		s.crash.Next(key, sa.lastExit.FinishedAt)
 	}
-	cfg, err := s.containerConfig(ctx, pod, c, sa, st, img.ref)
+	cfg, err := s.config.containerConfig(ctx, pod, c, sa, st, img.ref)
 	if err != nil {
 		return s.containerFailed(pod, ps, c, "CreateContainerConfigError", err, 10*time.Second), ""
 	}
@@ -268,7 +268,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 	s.metrics.containerStarts.Inc()
 	ps.clearWaiting(c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		s.runPostStart(ps, pod, c, id)
+		s.stop.runPostStart(ps, pod, c, id)
 	}
 	return Requeue{}, id
 }
@@ -294,36 +294,36 @@ func (s *Syncer) containerFailed(pod *corev1.Pod, ps *PodState, c *corev1.Contai
 }
 
 // containerConfig resolves the environment and files of a container and builds its CRI config.
-func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sa startAction,
+func (b *configBuilder) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sa startAction,
 	st *runtime.PodStatus, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	podIPs := st.IPs
 	if pod.Spec.HostNetwork {
-		podIPs = s.hostIPs
+		podIPs = b.hostIPs
 	}
 	var nodeAlloc corev1.ResourceList
 	var memCapacity int64
-	if n, err := s.node(ctx); err == nil {
+	if n, err := b.node(ctx); err == nil {
 		nodeAlloc = n.Status.Allocatable
 		memCapacity = n.Status.Capacity.Memory().Value()
 	}
-	env, envMap, err := s.containerEnv(ctx, pod, c, podIPs, nodeAlloc)
+	env, envMap, err := b.containerEnv(ctx, pod, c, podIPs, nodeAlloc)
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := s.volumes.Mounts(pod, c, envMap)
+	mounts, err := b.volumes.Mounts(pod, c, envMap)
 	if err != nil {
 		return nil, err
 	}
-	devices, err := s.volumes.Devices(pod, c)
+	devices, err := b.volumes.Devices(pod, c)
 	if err != nil {
 		return nil, err
 	}
 	// The image's user, for runAsNonRoot and the user the container runs as (the kubelet's getImageUser).
-	imageUID, imageUser, err := podconfig.LookupImageUser(ctx, s.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
+	imageUID, imageUser, err := podconfig.LookupImageUser(ctx, b.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
 	if err != nil {
 		return nil, err
 	}
-	files, err := s.containerFiles(pod, c, podIPs)
+	files, err := b.containerFiles(pod, c, podIPs)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 	}
 	return podconfig.ContainerConfig(pod, c, sa.kind, sa.restartCount, podconfig.ContainerOptions{
 		ImageUID: imageUID, ImageUsername: imageUser,
-		SeccompDefault: s.seccompDefault, SeccompProfileRoot: podconfig.SeccompProfileRoot(s.rootDir), HostResources: s.hostResources,
+		SeccompDefault: b.seccompDefault, SeccompProfileRoot: podconfig.SeccompProfileRoot(b.rootDir), HostResources: b.hostResources,
 		Env: env, Mounts: mounts, Devices: devices, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
 		Files: files, TargetContainerID: targetID,
 	})
@@ -341,15 +341,15 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 
 // containerEnv is the container's environment (the kubelet's makeEnvironmentVariables), as CRI key-values and
 // as a map (for subPathExpr); nodeAlloc is the default of a resourceFieldRef on a resource without a limit.
-func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string,
+func (b *configBuilder) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string,
 	nodeAlloc corev1.ResourceList) ([]*runtimeapi.KeyValue, map[string]string, error) {
-	serviceEnv, err := s.serviceEnv(ctx, pod)
+	serviceEnv, err := b.serviceEnv(ctx, pod)
 	if err != nil {
 		return nil, nil, err
 	}
 	env, _, err := podconfig.MakeEnvironment(ctx, pod, c, podconfig.EnvOptions{
-		NodeName: s.nodeName, HostIPs: s.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
-	}, s.secrets)
+		NodeName: b.nodeName, HostIPs: b.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
+	}, b.secrets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -362,12 +362,12 @@ func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 
 // containerFiles are the container's files on the host: the pod's /etc/hosts and the container's termination
 // log.
-func (s *Syncer) containerFiles(pod *corev1.Pod, c *corev1.Container, podIPs []string) (podconfig.ContainerFiles, error) {
-	podDir, err := podconfig.PodDir(s.rootDir, pod.UID)
+func (b *configBuilder) containerFiles(pod *corev1.Pod, c *corev1.Container, podIPs []string) (podconfig.ContainerFiles, error) {
+	podDir, err := podconfig.PodDir(b.rootDir, pod.UID)
 	if err != nil {
 		return podconfig.ContainerFiles{}, err
 	}
-	hosts, err := podconfig.EnsureEtcHosts(podDir, pod, podIPs, s.sandboxOpts.ClusterDomain)
+	hosts, err := podconfig.EnsureEtcHosts(podDir, pod, podIPs, b.sandboxOpts.ClusterDomain)
 	if err != nil {
 		return podconfig.ContainerFiles{}, err
 	}

@@ -25,27 +25,24 @@ import (
 // pod's Scope by the pod's worker, which alone decides when. A sync acts on the runtime, the volumes and the
 // pod's cgroup, and returns what it did; it never writes the API.
 type Syncer struct {
-	cri          Runtime
-	recorder     EventRecorder
-	clock        clock.Clock
-	secrets      Objects // nil without an API server
-	node         func(ctx context.Context) (*corev1.Node, error)
-	probes       Prober
-	volumes      Volumes
-	services     ServiceLister
-	podCgroups   PodCgroups
-	states       PodStates
-	statuses     StatusCache
-	enqueue      func(types.NamespacedName)
-	admittedPods func(except types.UID) []*corev1.Pod
+	cri      Runtime
+	recorder EventRecorder
+	clock    clock.Clock
+	secrets  Objects // nil without an API server
+	probes   Prober
+	volumes  Volumes
+	states   PodStates
+	statuses StatusCache
+	enqueue  func(types.NamespacedName)
 
-	nodeName       string
-	rootDir        string
-	hostIPs        []string
-	sandboxOpts    podconfig.SandboxOptions
-	resyncPeriod   time.Duration
-	seccompDefault bool
-	hostResources  podconfig.HostResources
+	rootDir      string
+	hostIPs      []string
+	sandboxOpts  podconfig.SandboxOptions
+	resyncPeriod time.Duration
+
+	config  *configBuilder
+	stop    *stopper
+	cgroups *cgroupKeeper
 
 	puller         *imagePuller
 	crash          *backoff
@@ -152,16 +149,21 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 	}
 	deps = deps.WithDefaults()
 	s := &Syncer{
-		cri: deps.Runtime, recorder: deps.Recorder, clock: deps.Clock, secrets: deps.Secrets, node: deps.Node,
-		probes: deps.Probes, volumes: deps.Volumes, services: deps.Services, podCgroups: deps.PodCgroups,
-		states: deps.States, statuses: deps.Statuses, enqueue: deps.Enqueue, admittedPods: deps.AdmittedPods,
-		nodeName: opts.NodeName, rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox,
-		resyncPeriod: opts.ResyncPeriod, seccompDefault: opts.SeccompDefault, hostResources: opts.HostResources,
+		cri: deps.Runtime, recorder: deps.Recorder, clock: deps.Clock, secrets: deps.Secrets,
+		probes: deps.Probes, volumes: deps.Volumes, states: deps.States, statuses: deps.Statuses, enqueue: deps.Enqueue,
+		rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox, resyncPeriod: opts.ResyncPeriod,
 		metrics: newMetrics(nil),
 	}
 	if s.resyncPeriod <= 0 {
 		s.resyncPeriod = time.Minute
 	}
+	s.config = &configBuilder{cri: s.cri, recorder: s.recorder, secrets: s.secrets, node: deps.Node, volumes: s.volumes,
+		services: deps.Services, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
+		seccompDefault: opts.SeccompDefault, hostResources: opts.HostResources}
+	s.stop = &stopper{cri: s.cri, recorder: s.recorder, clock: s.clock, hostIPs: s.hostIPs, readPod: s.ReadPod,
+		changed: s.changed, enqueue: s.enqueue}
+	s.cgroups = &cgroupKeeper{podCgroups: deps.PodCgroups, admittedPods: deps.AdmittedPods, recorder: s.recorder,
+		sandboxOpts: s.sandboxOpts}
 	s.puller = newImagePuller(s.cri, s.clock, opts.ImagePulls, s.recorder, deps.PullRecords, func(key string) {
 		ns, name, _ := toolscache.SplitMetaNamespaceKey(key)
 		s.enqueue(types.NamespacedName{Namespace: ns, Name: name})
@@ -169,6 +171,45 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 	s.crash = newBackoff(s.clock, backoffInitial, backoffMax)
 	s.sandboxBackoff = newBackoff(s.clock, sandboxRetryInitial, sandboxRetryMax)
 	return s, nil
+}
+
+// configBuilder builds what a pod's sandbox and containers are made from: the CRI configs, the
+// environment (Secrets, ConfigMaps, Services, the downward API), the mounts and devices, the files on the
+// host, the pull credentials.
+type configBuilder struct {
+	cri            Runtime
+	recorder       EventRecorder
+	secrets        Objects // nil without an API server
+	node           func(ctx context.Context) (*corev1.Node, error)
+	volumes        Volumes
+	services       ServiceLister
+	nodeName       string
+	rootDir        string
+	hostIPs        []string
+	sandboxOpts    podconfig.SandboxOptions
+	seccompDefault bool
+	hostResources  podconfig.HostResources
+}
+
+// stopper stops containers (preStop hooks, stop order, the time left of the grace period) and runs
+// lifecycle hooks; a failed postStart hook stops its container.
+type stopper struct {
+	cri      Runtime
+	recorder EventRecorder
+	clock    clock.Clock
+	hostIPs  []string
+	readPod  func(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, uint64, error)
+	changed  func(uid types.UID)
+	enqueue  func(types.NamespacedName)
+}
+
+// cgroupKeeper makes a pod's cgroup before its sandbox and removes it after, keeping the QoS cgroups up
+// to date with the admitted pods.
+type cgroupKeeper struct {
+	podCgroups   PodCgroups
+	admittedPods func(except types.UID) []*corev1.Pod
+	recorder     EventRecorder
+	sandboxOpts  podconfig.SandboxOptions
 }
 
 // GC forgets the back-off entries that expired (housekeeping calls it).

@@ -121,7 +121,7 @@ func (s *Syncer) startKill(ctx context.Context, ps *PodState, pod *corev1.Pod, k
 	go func() {
 		defer close(op.done)
 		defer cancel()
-		s.killAll(kctx, pod, kills, op.deadline)
+		s.stop.killAll(kctx, pod, kills, op.deadline)
 		s.changed(ps.UID)
 		s.enqueue(ps.Key)
 	}()
@@ -129,7 +129,7 @@ func (s *Syncer) startKill(ctx context.Context, ps *PodState, pod *corev1.Pod, k
 
 // killAll stops containers in parallel, each with the time left until deadline, in the kubelet's
 // termination order.
-func (s *Syncer) killAll(ctx context.Context, pod *corev1.Pod, kills []killAction, deadline time.Time) {
+func (s *stopper) killAll(ctx context.Context, pod *corev1.Pod, kills []killAction, deadline time.Time) {
 	order := newStopOrder(pod, kills)
 	var wg sync.WaitGroup
 	for _, k := range kills {
@@ -144,7 +144,7 @@ func (s *Syncer) killAll(ctx context.Context, pod *corev1.Pod, kills []killActio
 
 // killContainer runs the preStop hook (bounded by the grace period), waits for its turn in order (nil:
 // none), then stops the container with the time that remains.
-func (s *Syncer) killContainer(ctx context.Context, pod *corev1.Pod, k killAction, deadline time.Time, order *stopOrder) {
+func (s *stopper) killContainer(ctx context.Context, pod *corev1.Pod, k killAction, deadline time.Time, order *stopOrder) {
 	c := k.container
 	spec := containerSpec(pod, c.Name)
 	msg := k.message
@@ -220,7 +220,7 @@ func (s *Syncer) RemovePod(ctx context.Context, sc *Scope) error {
 			return err
 		}
 	}
-	s.removePodCgroup(ctx, ps.UID)
+	s.cgroups.removePodCgroup(ctx, ps.UID)
 	// Never remove the pod directory through a mount that is still there.
 	if err := s.volumes.TearDown(ctx, ps.UID); err != nil {
 		return fmt.Errorf("tear down volumes: %w", err)
