@@ -26,12 +26,9 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/containergc"
-	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podcgroups"
-	"github.com/nodelet/nodelet/podlifecycle"
-	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/runtime/podconfig"
@@ -59,11 +56,11 @@ type Options struct {
 	Metrics ctrlmetrics.RegistererGatherer
 	// Recorder records the node's events (default: the kubelet's recorder, writing to the API server).
 	Recorder record.EventRecorder
-	// Simulation, when set, runs the node without touching the host (see Simulation).
-	Simulation *Simulation
+	// Platform is what the node runs on (default Host(); Simulated for a node that touches no host).
+	Platform Platform
 	// Services, when set, is a Service lister shared with other nodes of the process (hollow nodes);
 	// nil gives the node its own Service informer.
-	Services *podlifecycle.APIServices
+	Services ServiceLister
 	// StaticPodUIDs computes static pod UIDs (nil: staticpods' own hash). The nodelet binary passes
 	// kubeletuid.UIDs, the kubelet's, so that a node keeps its static pods across a handover; it is not
 	// the default because it brings in k8s.io/kubernetes, whose replaces a library user would inherit.
@@ -82,31 +79,11 @@ type ServingCertificatesFunc func(kube kubernetes.Interface, addresses func() []
 // DefaultKubeletVersion is the kubelet version nodelet reports to the API server.
 const DefaultKubeletVersion = "v1.37.1+nodelet"
 
-// Simulation runs a node on a simulated runtime (runtime/fake) without touching the host: no pod
-// cgroups, no volume files, no node API server, no image or container garbage collection, no kernel
-// checks, no image pull records on disk, and probes answered by Probe instead of the network and the
-// runtime.
-type Simulation struct {
-	// Probe answers the containers' probes; nil makes every probe succeed.
-	Probe probes.SimulateFunc
-	// Machine reports the node's capacity and signals (default: this machine's).
-	Machine MachineReader
-	// RelistPeriod is the PLEG's relist period (default 1 s, the kubelet's).
-	RelistPeriod time.Duration
-	// Workers bounds the pods synced at once (default 32).
-	Workers int
-	// HousekeepingPeriod is how often orphaned pods, directories and overwritten statuses are looked
-	// for (default 2 s, the kubelet's).
-	HousekeepingPeriod time.Duration
-	// Leases, when set, renews the node's Lease with the other nodes of the process (hollow nodes)
-	// instead of on a timer of its own.
-	Leases *controllers.LeaseBatch
-}
-
-// MachineReader is what the node status asks of the machine.
-type MachineReader interface {
-	Info() (machine.Info, error)
-	Signals() (machine.Signals, error)
+// ServiceLister is the cluster's Services, for the pods' service environment variables
+// (podlifecycle.APIServices).
+type ServiceLister interface {
+	HasSynced() bool
+	ListServices(ctx context.Context) ([]corev1.Service, error)
 }
 
 // Agent is one node, wired and ready to Run.
@@ -154,8 +131,14 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = ctrl.Log
 	}
+	if opts.Platform == nil {
+		opts.Platform = Host()
+	}
 	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger.WithValues("node", cfg.NodeName)}
-	if err := a.prepareHost(); err != nil {
+	if err := os.MkdirAll(a.cfg.RootDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create root dir: %w", err)
+	}
+	if err := opts.Platform.prepare(a); err != nil {
 		return nil, err
 	}
 	restCfg := opts.RestConfig
@@ -176,9 +159,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.cri, a.ownCRI = cri, true
-	if opts.Simulation == nil {
-		a.cgroupDriverFromRuntime(ctx, cri)
-	}
+	opts.Platform.adoptRuntime(ctx, a, cri)
 	if a.mgr, err = a.newManager(restCfg); err != nil {
 		_ = cri.Close()
 		return nil, err
@@ -190,16 +171,10 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// prepareHost creates the root directory (on a shared mount, as the kubelet makes it), checks the cgroup version and swap, reads the host facts the
+// prepareHost puts the root directory on a shared mount (as the kubelet makes it), checks the cgroup version and swap, reads the host facts the
 // containers' resources follow, and handles the kernel tunables as the kubelet: with protectKernelDefaults they
 // must already hold the kubelet's values, without it they are set to them.
 func (a *Agent) prepareHost() error {
-	if err := os.MkdirAll(a.cfg.RootDir, 0o750); err != nil {
-		return fmt.Errorf("create root dir: %w", err)
-	}
-	if a.opts.Simulation != nil {
-		return nil
-	}
 	if err := volumes.MakeRShared(a.cfg.RootDir); err != nil {
 		return fmt.Errorf("error configuring root directory: %w", err)
 	}
@@ -262,7 +237,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	ctx = logr.NewContext(ctx, a.log)
 	a.log.Info("Starting nodelet", "version", a.opts.Version, "config", a.cfg.ConfigFile, "standalone", a.standalone,
-		"simulated", a.opts.Simulation != nil)
+		"simulated", a.opts.Platform.simulated())
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range a.local {
 		g.Go(func() error { return stopped(ctx, r.Start(gctx)) })

@@ -36,12 +36,9 @@ func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*podlifecycle.Sys
 }
 
 // hardening wires the pod cgroups (podPidsLimit) and the image pull credential verification into the pod
-// controller, each only where it applies (a nil pointer must not become a non-nil interface). A simulated
-// node has neither: it makes no cgroups and keeps no records on disk.
+// controller, each only where it applies (a nil pointer must not become a non-nil interface); on the host
+// only (a simulated node makes no cgroups and keeps no records on disk).
 func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector) error {
-	if a.opts.Simulation != nil {
-		return nil
-	}
 	cg, err := podCgroups(a.cfg, a.opts.Metrics, a.hostResources.HugePageSizes)
 	if err != nil {
 		return err

@@ -15,9 +15,6 @@ import (
 // the image and container garbage collectors.
 func (a *Agent) setupHost(restCfg *rest.Config, store *staticpods.Store, rec record.EventRecorder, connector *runtime.Connector,
 	pods *podlifecycle.Reconciler) error {
-	if a.opts.Simulation != nil {
-		return nil
-	}
 	srv, err := a.nodeServer(restCfg, store)
 	if err != nil {
 		return err

@@ -18,9 +18,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/periodic"
-	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podlifecycle"
-	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/runtime/podconfig"
@@ -41,7 +39,7 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	podEvents := pleg.New(cri, a.plegOptions())
+	podEvents := pleg.New(cri, a.opts.Platform.plegOptions(a))
 	a.local = append(a.local, podEvents)
 	if err := a.addChecks(podEvents); err != nil {
 		return err
@@ -56,38 +54,13 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 		sources = append(sources, podlifecycle.APIPodSource(mgr.GetCache()))
 	}
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
-	if err := a.setupHost(restCfg, store, recorder, connector, pods); err != nil {
+	if err := a.opts.Platform.hostParts(a, restCfg, store, recorder, connector, pods); err != nil {
 		return err
 	}
 	if a.standalone {
 		return nil
 	}
 	return a.setupAPI(ctx, recorder, ips, podEvents, store)
-}
-
-// plegOptions relists every second, as the kubelet, or as the simulation says.
-func (a *Agent) plegOptions() pleg.Options {
-	o := pleg.Options{Period: time.Second, Clock: a.clock(), Metrics: a.opts.Metrics, UseEvents: true}
-	if sim := a.opts.Simulation; sim != nil && sim.RelistPeriod > 0 {
-		o.Period, o.EventBuffer = sim.RelistPeriod, 64
-	}
-	if a.opts.Simulation == nil {
-		// The container garbage collector, made later, trims a pod's dead containers on each death.
-		o.OnContainerDied = func(ev pleg.Event) {
-			if c := a.containerDeletor.Load(); c != nil {
-				c.ContainerDied(ev)
-			}
-		}
-	}
-	return o
-}
-
-// probe is the simulation's probe answer: Probe, or success.
-func (s *Simulation) probe() probes.SimulateFunc {
-	if s.Probe != nil {
-		return s.Probe
-	}
-	return func(*corev1.Pod, string, string) bool { return true }
 }
 
 // setupAPI wires what needs the API server: the pod index, the Node, its Lease and mirror pods.
@@ -112,11 +85,7 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Clock: a.clock(), NodeName: cfg.NodeName,
 		LeaseDuration: secondsDuration(cfg.Kubelet.NodeLeaseDurationSeconds),
 	}
-	if sim := a.opts.Simulation; sim != nil && sim.Leases != nil {
-		if err := mgr.Add(manager.RunnableFunc(sim.Leases.Member(lease))); err != nil {
-			return err
-		}
-	} else if err := lease.SetupWithManager(mgr); err != nil {
+	if err := a.opts.Platform.renewLease(mgr, lease); err != nil {
 		return err
 	}
 	if store == nil {
@@ -148,24 +117,11 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pod
 		return nil, err
 	}
 	// The probes report changes to the reconciler, which is built with them: OnChange is set once it is.
-	prober := &probes.Manager{Exec: a.cri, Clock: a.clock(), Recorder: rec}
-	if sim := a.opts.Simulation; sim != nil {
-		// Simulated: probes answered by the simulation, volumes not set up (containers get no mounts).
-		prober = &probes.Manager{Clock: a.clock(), Recorder: rec, Simulate: sim.probe()}
-	} else {
-		a.volumeMgr = a.volumes(deps.Node)
-		a.volumeMgr.Recorder = rec
-		a.csiPlugins(a.volumeMgr)
-		deps.Volumes = a.volumeMgr
-		a.local = append(a.local, manager.RunnableFunc(a.cleanUpStagedVolumes))
-		if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {
-			return nil, fmt.Errorf("register volume metrics: %w", err)
-		}
-	}
-	deps.Probes = prober
-	if err := a.hardening(&deps, connector); err != nil {
+	prober, err := a.opts.Platform.podParts(a, &deps, rec, connector)
+	if err != nil {
 		return nil, err
 	}
+	deps.Probes = prober
 	opts, err := a.podOptions(ctx, ips)
 	if err != nil {
 		return nil, err
@@ -203,12 +159,7 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 		Sysctls: sysctls, SeccompDefault: kc.SeccompDefault != nil && *kc.SeccompDefault,
 		HostResources: a.hostResources,
 	}
-	if sim := a.opts.Simulation; sim != nil {
-		if sim.Workers > 0 {
-			opts.Workers = sim.Workers
-		}
-		opts.HousekeepingPeriod = sim.HousekeepingPeriod
-	}
+	a.opts.Platform.podOptions(&opts)
 	return opts, nil
 }
 
@@ -289,13 +240,9 @@ func (a *Agent) nodeReconciler(rec record.EventRecorder, ips []net.IP) (*control
 	if err != nil {
 		return nil, err
 	}
-	var m MachineReader = machine.Reader{FsPath: cfg.RootDir}
-	if sim := a.opts.Simulation; sim != nil && sim.Machine != nil {
-		m = sim.Machine
-	}
 	r := &controllers.NodeReconciler{
 		Client: a.mgr.GetClient(), Recorder: rec, Runtime: a.cri, Clock: a.clock(),
-		Machine:  m,
+		Machine:  a.opts.Platform.machine(a),
 		NodeName: cfg.NodeName, Hostname: cfg.Hostname, NodeIPs: ips,
 		Labels: cfg.NodeLabels, Taints: kc.RegisterWithTaints, ProviderID: kc.ProviderID,
 		MaxPods: int64(kc.MaxPods), MaxImages: derefInt32(kc.NodeStatusMaxImages, 50), Port: kc.Port,

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/simnode"
@@ -179,9 +180,9 @@ func sharedEvents(ctx context.Context, restCfg *rest.Config) (record.EventBroadc
 // startNodes starts o.Nodes nodes, StartParallelism at a time, without waiting for them to be Ready.
 // shared is what the nodes of the process share.
 type shared struct {
-	services *podlifecycle.APIServices
+	services agent.ServiceLister
 	events   record.EventBroadcaster
-	leases   *controllers.LeaseBatch
+	leases   agent.LeaseBatch
 }
 
 func startNodes(ctx context.Context, restCfg *rest.Config, o Options, sh shared) ([]*simnode.Node, error) {

@@ -26,9 +26,7 @@ import (
 
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/config"
-	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/machine"
-	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/runtime/fake"
 )
 
@@ -55,7 +53,7 @@ type Options struct {
 	// NoWait makes Start return once the node runs, without waiting for it to be Ready.
 	NoWait bool
 	// Services, when set, is a Service lister shared by the nodes of a process (default: one per node).
-	Services *podlifecycle.APIServices
+	Services agent.ServiceLister
 	// RelistPeriod is the PLEG's relist period (default: the kubelet's 1 s); the simulated runtime's
 	// events make changes known at once, so hollow nodes relist rarely.
 	RelistPeriod time.Duration
@@ -67,7 +65,7 @@ type Options struct {
 	// HousekeepingPeriod is how often the node looks for orphans (default 2 s, the kubelet's).
 	HousekeepingPeriod time.Duration
 	// Leases, when set, renews the node's Lease in a batch with other nodes (default: its own timer).
-	Leases *controllers.LeaseBatch
+	Leases agent.LeaseBatch
 	// Metrics registers the node's metrics (default: a registry of its own).
 	Metrics ctrlmetrics.RegistererGatherer
 	// Clock is the node's clock (default: the wall clock): a fake one makes its heartbeats, back-offs and
@@ -138,8 +136,8 @@ func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options)
 		Config: cfg, Version: "simulated", RestConfig: rest.CopyConfig(restConfig), Logger: log,
 		Metrics: metrics, Recorder: opts.Recorder, Clock: opts.Clock,
 		Services: opts.Services,
-		Simulation: &agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod,
-			Workers: opts.Workers, Leases: opts.Leases, HousekeepingPeriod: opts.HousekeepingPeriod},
+		Platform: agent.Simulated(agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod,
+			Workers: opts.Workers, Leases: opts.Leases, HousekeepingPeriod: opts.HousekeepingPeriod}),
 	})
 	if err != nil {
 		n.runtime.Stop()

@@ -1,4 +1,4 @@
-package podlifecycle_test
+package integration_test
 
 import (
 	"context"
@@ -64,10 +64,10 @@ func (b *podBed) start() {
 	a, err := agent.New(ctx, agent.Options{
 		Config: cfg, RestConfig: nodeConfig(b.nodeName), Recorder: b.events, Metrics: b.metrics,
 		Logger: ctrl.Log.WithName("agent"),
-		Simulation: &agent.Simulation{Machine: machine.Static{
+		Platform: agent.Simulated(agent.Simulation{Machine: machine.Static{
 			Facts: machine.Info{OS: "linux", Architecture: "amd64", NumCPU: 2, MemoryBytes: 4 << 30},
 			Observed: machine.Signals{MemoryAvailableBytes: 3 << 30, NodeFsCapacityBytes: 100 << 30, NodeFsAvailableBytes: 90 << 30,
-				NodeFsInodes: 1 << 20, NodeFsInodesFree: 1 << 19, PIDMax: 1 << 22, PIDsInUse: 100}}},
+				NodeFsInodes: 1 << 20, NodeFsInodesFree: 1 << 19, PIDMax: 1 << 22, PIDsInUse: 100}}}),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	done := make(chan struct{})

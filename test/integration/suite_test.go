@@ -1,4 +1,4 @@
-package podlifecycle_test
+package integration_test
 
 import (
 	"testing"
@@ -18,22 +18,22 @@ import (
 	"github.com/nodelet/nodelet/runtime/fake"
 )
 
-// The envtest specs of the pod lifecycle run the whole agent (agent.New, see podBed) against a real API
+// The integration specs run the whole agent (agent.New, see podBed) against a real API
 // server, with the node's own credentials, over an in-memory runtime.
 var (
 	testEnv *envtest.Environment
 	admin   client.Client
 )
 
-func TestPodLifecycle(t *testing.T) {
+func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Pod Lifecycle Suite")
+	RunSpecs(t, "Integration Suite")
 }
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// A whole agent under -race, beside the other packages' tests: Gomega's default of 1 s is too short for
-	// a chain of syncs (what must not happen within a period is checked on a fake clock, see clock_test.go).
+	// a chain of syncs (what must not happen within a period is checked on a fake clock: podlifecycle/clock_test.go, agent_test.go).
 	SetDefaultEventuallyTimeout(5 * time.Second)
 	// The API server runs as a real cluster's does, so the agent is tested with a node's own rights.
 	var err error

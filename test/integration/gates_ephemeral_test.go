@@ -1,4 +1,4 @@
-package podlifecycle_test
+package integration_test
 
 import (
 	"context"
