@@ -18,6 +18,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,11 +38,14 @@ type podBed struct {
 	cri      *runtime.Client
 	events   *record.FakeRecorder
 	metrics  *prometheus.Registry
-	stop     func()
+	// clk is the agent's clock: time passes for the agent only when a spec steps it.
+	clk  *clocktesting.FakeClock
+	stop func()
 }
 
 func newPodBed(nodeName string, rt *fake.Runtime, cri *runtime.Client) *podBed {
-	b := &podBed{nodeName: nodeName, rt: rt, cri: cri, events: record.NewFakeRecorder(1000)}
+	b := &podBed{nodeName: nodeName, rt: rt, cri: cri, events: record.NewFakeRecorder(1000),
+		clk: clocktesting.NewFakeClock(time.Now())}
 	b.start()
 	return b
 }
@@ -63,7 +67,7 @@ func (b *podBed) start() {
 	b.metrics = prometheus.NewRegistry()
 	a, err := agent.New(ctx, agent.Options{
 		Config: cfg, RestConfig: nodeConfig(b.nodeName), Recorder: b.events, Metrics: b.metrics,
-		Logger: ctrl.Log.WithName("agent"),
+		Logger: ctrl.Log.WithName("agent"), Clock: b.clk,
 		Platform: agent.Simulated(agent.Simulation{Machine: machine.Static{
 			Facts: machine.Info{OS: "linux", Architecture: "amd64", NumCPU: 2, MemoryBytes: 4 << 30},
 			Observed: machine.Signals{MemoryAvailableBytes: 3 << 30, NodeFsCapacityBytes: 100 << 30, NodeFsAvailableBytes: 90 << 30,
@@ -92,6 +96,12 @@ func (b *podBed) start() {
 			HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
 	}).Should(Succeed())
 }
+
+// housekeepingPeriod is how often the agent looks for orphans and statuses someone else overwrote.
+const housekeepingPeriod = 2 * time.Second
+
+// step moves the agent's clock on by d.
+func (b *podBed) step(d time.Duration) { b.clk.Step(d) }
 
 // podSyncs is how many pod syncs the running agent has finished (kubelet_pod_worker_duration_seconds).
 func (b *podBed) podSyncs() uint64 {
@@ -319,6 +329,7 @@ var _ = Describe("Pod reconciler", func() {
 		}, "")
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() []*runtimeapi.PodSandbox {
+			bed.step(housekeepingPeriod) // orphans are looked for every housekeeping period
 			var out []*runtimeapi.PodSandbox
 			for _, s := range rt.Sandboxes() {
 				if s.Id == sb {
@@ -373,6 +384,7 @@ var _ = Describe("Pod reconciler", func() {
 		}))).To(Succeed())
 		Eventually(func(g Gomega) { runningContainer(g, "deadline", "app") }).Should(Succeed())
 		Eventually(func(g Gomega) {
+			bed.step(time.Second) // the deadline passes on the agent's clock
 			p := getPod(g, "deadline")
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
 			g.Expect(p.Status.Reason).To(Equal("DeadlineExceeded"))

@@ -85,6 +85,7 @@ var _ = Describe("Pod reconciler: a status written by someone else", func() {
 			`"containerID":"containerd://0123456789abcdef","image":"busybox","imageID":"","ready":true,"restartCount":0,`+
 			`"state":{"running":{"startedAt":"2026-01-01T00:00:00Z"}}}]}}`)
 		Eventually(func(g Gomega) {
+			bed.step(housekeepingPeriod) // overwritten statuses are looked for every housekeeping period
 			p := getPod(g, "web")
 			g.Expect(p.Status.ContainerStatuses).To(HaveLen(1))
 			g.Expect(p.Status.ContainerStatuses[0].ContainerID).To(Equal("fake-runtime://" + id))
