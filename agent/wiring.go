@@ -153,6 +153,8 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pod
 		// Simulated: probes answered by the simulation, volumes not set up (containers get no mounts).
 		prober = &probes.Manager{Clock: a.clock(), Recorder: rec, Simulate: sim.probe()}
 	} else {
+		a.probeMetrics = probes.NewMetrics()
+		prober.Metrics = a.probeMetrics
 		a.volumeMgr = a.volumes(deps.Node)
 		a.volumeMgr.Recorder = rec
 		a.csiPlugins(a.volumeMgr)
