@@ -29,6 +29,7 @@ import (
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podcgroups"
+	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/runtime/podconfig"
@@ -108,6 +109,8 @@ type Agent struct {
 	podCgroups *podcgroups.Manager
 	// volumeMgr sets up the pods' volumes (nil on a simulated node).
 	volumeMgr *volumes.Manager
+	// probeMetrics are the prober's metrics the node API serves at /metrics/probes (nil on a simulated node).
+	probeMetrics *probes.Metrics
 	// hostResources are the host's facts the containers' resources follow, read once (none when simulated).
 	hostResources podconfig.HostResources
 }

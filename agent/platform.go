@@ -117,7 +117,8 @@ func (host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder
 	if err := a.hardening(deps, connector); err != nil {
 		return nil, err
 	}
-	return &probes.Manager{Exec: a.cri, Clock: a.clock(), Recorder: rec}, nil
+	a.probeMetrics = probes.NewMetrics()
+	return &probes.Manager{Exec: a.cri, Clock: a.clock(), Recorder: rec, Metrics: a.probeMetrics}, nil
 }
 
 func (host) podOptions(*podlifecycle.Options) {}

@@ -28,9 +28,10 @@ func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
 	return webhookAuthn || kc.Authorization.Mode == kubeletconfigv1beta1.KubeletAuthorizationModeWebhook
 }
 
-// nodeServer is the node API on the kubelet's port (10250): logs, exec, attach, port-forward, stats; the
-// read-only port when readOnlyPort is set; and container log rotation, which runs even with enableServer
-// false.
+// nodeServer is the node API on the kubelet's port (10250): logs, exec, attach, port-forward, stats,
+// metrics (the prober's at /metrics/probes), pprof, /flagz and /statusz as the debugging handlers,
+// profiling handler and zpages gates say; the read-only port when readOnlyPort is set; and container log
+// rotation, which runs even with enableServer false.
 func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
 	kc := &a.cfg.Kubelet
 	var kube kubernetes.Interface
@@ -70,7 +71,7 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	if a.volumeMgr != nil {
 		volumeStats = a.volumeMgr.Stats
 	}
-	return server.New(server.Options{
+	o := server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
 		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
 		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: a.nodePods(store),
@@ -80,8 +81,25 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
 		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving, PodProcesses: processes,
-		PodVolumeStats: volumeStats,
-	})
+		PodVolumeStats: volumeStats, KubeletVersion: a.opts.KubeletVersion,
+	}
+	if a.probeMetrics != nil {
+		o.ProbeMetrics = a.probeMetrics
+	}
+	debugOptions(&o, a.cfg)
+	return server.New(o)
+}
+
+// debugOptions set the node API's profiling (enableProfilingHandler, enableContentionProfiling) and zpages
+// (the ComponentFlagz and ComponentStatusz gates; /flagz lists the command line, when there is one).
+func debugOptions(o *server.Options, cfg *config.Config) {
+	kc := &cfg.Kubelet
+	o.DisableProfilingHandler = kc.EnableProfilingHandler != nil && !*kc.EnableProfilingHandler
+	o.ContentionProfiling = kc.EnableContentionProfiling
+	o.DisableStatusz = !config.ComponentStatusz(kc)
+	if config.ComponentFlagz(kc) && cfg.Flagz() != nil {
+		o.Flagz = server.FlagzFunc(cfg.Flagz)
+	}
 }
 
 // servingCertificate is the node API's certificate getter with serverTLSBootstrap (nil otherwise, or when the

@@ -65,6 +65,9 @@ type Config struct {
 	// Notices are what start-up reports once (LogNotices): settings and flags nodelet accepts but does
 	// not act on, and files decoded leniently.
 	Notices []Notice
+
+	// flags is the parsed command line (nil for a Config built in code), for Flagz.
+	flags *pflag.FlagSet
 }
 
 // ErrVersion is returned by Load when --version asks for the version only.
@@ -136,7 +139,24 @@ func load(args []string, stdout io.Writer, hostname func() (string, error)) (*Co
 	if err := c.collectNotices(fs, docs); err != nil {
 		return nil, err
 	}
+	c.flags = fs
 	return c, nil
+}
+
+// Flagz is the command line as the kubelet's /flagz lists its own: every flag nodelet accepts (the flags
+// the kubelet removed left out) with its value, given or not. It is nil for a Config not loaded from a
+// command line (Default), as the kubelet serves no /flagz without a flag set.
+func (c *Config) Flagz() map[string]string {
+	if c.flags == nil {
+		return nil
+	}
+	out := map[string]string{}
+	c.flags.VisitAll(func(f *pflag.Flag) {
+		if _, removed := f.Value.(removedValue); !removed {
+			out[f.Name] = f.Value.String()
+		}
+	})
+	return out
 }
 
 // loadFiles reads the config file and merges the drop-ins over it (or over the defaults).

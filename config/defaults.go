@@ -26,10 +26,12 @@ const (
 	kubeletOOMScoreAdj              = -999
 	maxContainerBackOff             = 300 * time.Second
 
-	// Feature gates (on by default in v1.37) that change defaulting or validation.
+	// Feature gates (on by default in v1.37) that change defaulting, validation or what the node API serves.
 	gateCrashLoopBackOffMax      = "KubeletCrashLoopBackOffMax"
 	gateEnsureSecretPulledImages = "KubeletEnsureSecretPulledImages"
 	gateImageMaximumGCAge        = "ImageMaximumGCAge"
+	gateComponentFlagz           = "ComponentFlagz"
+	gateComponentStatusz         = "ComponentStatusz"
 )
 
 // DefaultEvictionHard returns a fresh copy of the kubelet's Linux hard

@@ -430,3 +430,42 @@ func unimplementedFields() []string {
 	}
 	return out
 }
+
+func TestFlagzListsTheCommandLine(t *testing.T) {
+	c := mustLoadFile(t, header+"maxPods: 50\n", "--node-ip=192.0.2.7", "--hostname-override=node-7")
+	flags := c.Flagz()
+	for name, want := range map[string]string{
+		"node-ip":              "192.0.2.7",
+		"hostname-override":    "node-7",
+		"max-pods":             "50", // the effective value: from the file, the flag not given
+		"contention-profiling": "false",
+	} {
+		if got, ok := flags[name]; !ok || got != want {
+			t.Errorf("Flagz()[%q] = %q (listed %v), want %q", name, got, ok, want)
+		}
+	}
+	for name := range removedFlags {
+		if _, ok := flags[name]; ok {
+			t.Errorf("Flagz lists %q, a flag the kubelet removed", name)
+		}
+	}
+	if got := Default("node-a").Flagz(); got != nil {
+		t.Errorf("Flagz of a Config built in code = %v, want nil (no /flagz)", got)
+	}
+}
+
+func TestZPageGates(t *testing.T) {
+	for _, tt := range []struct {
+		gates          map[string]bool
+		flagz, statusz bool
+	}{
+		{nil, true, true}, // beta, on by default since v1.36
+		{map[string]bool{"ComponentFlagz": false}, false, true},
+		{map[string]bool{"ComponentStatusz": false, "ComponentFlagz": true}, true, false},
+	} {
+		k := &kubeletconfigv1beta1.KubeletConfiguration{FeatureGates: tt.gates}
+		if ComponentFlagz(k) != tt.flagz || ComponentStatusz(k) != tt.statusz {
+			t.Errorf("gates %v: flagz %v statusz %v, want %v %v", tt.gates, ComponentFlagz(k), ComponentStatusz(k), tt.flagz, tt.statusz)
+		}
+	}
+}

@@ -60,6 +60,7 @@ var implementedFields = map[string]bool{
 	"logging.verbosity": true,
 	// The node API and pod hardening.
 	"enableServer": true, "readOnlyPort": true, "enableDebuggingHandlers": true,
+	"enableProfilingHandler": true, "enableContentionProfiling": true,
 	"tlsMinVersion": true, "tlsCipherSuites": true, "tlsCurvePreferences": true,
 	"allowedUnsafeSysctls": true, "seccompDefault": true, "podPidsLimit": true, "protectKernelDefaults": true,
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
@@ -78,7 +79,7 @@ var implementedFields = map[string]bool{
 var defaultOnlyFields = map[string]bool{
 	"registerNode": true, "runOnce": true, "podCIDR": true, "podsPerCore": true,
 	"cpuCFSQuota": true, "cpuCFSQuotaPeriod": true, "crashLoopBackOff": true, "hairpinMode": true,
-	"enableControllerAttachDetach": true, "enableContentionProfiling": true, "enableSystemLogQuery": true,
+	"enableControllerAttachDetach": true, "enableSystemLogQuery": true,
 	"showHiddenMetricsForVersion": true, "tracing": true,
 	"kubeletCgroups": true, "systemCgroups": true, "systemReservedCgroup": true, "kubeReservedCgroup": true,
 	"reservedSystemCPUs": true, "reservedMemory": true, "qosReserved": true, "defaultPodSysctls": true,

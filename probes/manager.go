@@ -43,10 +43,16 @@ type Manager struct {
 	// Simulate, when set, answers every probe in place of running it (simulated nodes: no processes, no
 	// network). A container it says fails readiness is held unready even without a readiness probe.
 	Simulate SimulateFunc
+	// Metrics receives every probe run that produced a result (the kubelet's prober metrics, *Metrics);
+	// nil records none.
+	Metrics MetricsRecorder
 
 	mu   sync.Mutex
 	pods map[types.UID]*podState
 	byID map[string]*target
+	// observed are the probes with series in Metrics, by pod UID, kept until the pod is removed (a
+	// container's series outlive its attempts, as the kubelet's outlive them in its one worker).
+	observed map[types.UID]map[workerKey]ProbeLabels
 
 	httpOnce sync.Once
 	http     *httpProber
@@ -100,10 +106,11 @@ func (m *Manager) Sync(pod *corev1.Pod, podIPs []string, containers []ContainerI
 	m.dropStaleLocked(ps, pod, live)
 }
 
-// RemovePod stops all workers of the pod UID and drops its results.
+// RemovePod stops all workers of the pod UID and drops its results and its probes' metric series.
 func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.forgetPodLocked(uid)
 	ps := m.pods[uid]
 	if ps == nil {
 		return
@@ -206,6 +213,9 @@ func (m *Manager) ensureTargetLocked(ps *podState, pod *corev1.Pod, spec *corev1
 func (m *Manager) ensureWorkerLocked(ps *podState, pod *corev1.Pod, spec *corev1.Container, c ContainerInfo, kind probeType) {
 	key := workerKey{container: c.Name, kind: kind}
 	wanted := kind.of(spec) != nil && (pod.DeletionTimestamp == nil || kind == readiness)
+	if !wanted {
+		m.forgetLocked(pod.UID, key) // as the kubelet's liveness and startup workers stopped for a deletion
+	}
 	old := ps.workers[key]
 	if old != nil && (!wanted || old.containerID != c.ID) {
 		old.cancel()
@@ -330,4 +340,46 @@ func (m *Manager) simulated(w *worker) outcome {
 		return success("")
 	}
 	return failure("simulated " + w.kind.String() + " probe failure")
+}
+
+// observe records a probe run of a current worker in Metrics.
+func (m *Manager) observe(w *worker, result string, took time.Duration) {
+	if m.Metrics == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.pods[w.podUID]
+	key := workerKey{container: w.container.Name, kind: w.kind}
+	if ps == nil || ps.workers[key] != w {
+		return // stopped: a removed pod's series must not come back
+	}
+	m.Metrics.Observe(w.labels, result, took)
+	if m.observed == nil {
+		m.observed = map[types.UID]map[workerKey]ProbeLabels{}
+	}
+	if m.observed[w.podUID] == nil {
+		m.observed[w.podUID] = map[workerKey]ProbeLabels{}
+	}
+	m.observed[w.podUID][key] = w.labels
+}
+
+// forgetLocked drops the series of one probe of a pod, if it has any.
+func (m *Manager) forgetLocked(uid types.UID, key workerKey) {
+	labels, ok := m.observed[uid][key]
+	if !ok {
+		return
+	}
+	m.Metrics.Forget(labels)
+	delete(m.observed[uid], key)
+	if len(m.observed[uid]) == 0 {
+		delete(m.observed, uid)
+	}
+}
+
+// forgetPodLocked drops the series of every probe of a pod.
+func (m *Manager) forgetPodLocked(uid types.UID) {
+	for key := range m.observed[uid] {
+		m.forgetLocked(uid, key)
+	}
 }

@@ -29,6 +29,7 @@ type worker struct {
 	spec        *corev1.Probe
 	ref         *corev1.ObjectReference
 	startedAt   time.Time
+	labels      ProbeLabels // in the prober metrics
 
 	cancel  context.CancelFunc
 	trigger chan struct{} // a buffered request to probe now
@@ -56,6 +57,7 @@ func newWorker(m *Manager, pod *corev1.Pod, spec *corev1.Container, c ContainerI
 		spec:        kind.of(container),
 		ref:         containerRef(pod, container.Name),
 		startedAt:   started,
+		labels:      ProbeLabels{Type: kind.String(), Container: container.Name, Pod: pod.Name, Namespace: pod.Namespace, PodUID: pod.UID},
 		trigger:     make(chan struct{}, 1),
 		done:        make(chan struct{}),
 	}
@@ -112,14 +114,16 @@ func (w *worker) doProbe(ctx context.Context) {
 	if w.onHold || (w.kind != startup && !w.m.isStarted(w)) {
 		return
 	}
+	start := w.m.clock().Now()
 	out := w.m.probeWithRetries(ctx, w)
 	if ctx.Err() != nil {
 		return // stopped: the attempt is gone
 	}
 	w.record(ctx, out)
 	if out.verdict == verdictUnknown {
-		return // an error, not a result: thrown away as the kubelet does
+		return // an error, not a result: thrown away (and not counted) as the kubelet does
 	}
+	w.m.observe(w, metricResult(out), w.m.clock().Since(start))
 	r := out.result()
 	if !w.crossed(r) {
 		return

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// endpoints are every route (and two unserved paths), with the subresources the kubelet authorizes them as.
+// endpoints are every route (and an unserved path, /logs/), with the subresources the kubelet authorizes them as.
 var endpoints = []struct {
 	method, path, verb, subresources string
 }{
@@ -23,6 +23,7 @@ var endpoints = []struct {
 	{"GET", "/configz", "get", "[configz proxy]"},
 	{"GET", "/metrics", "get", "[metrics]"},
 	{"GET", "/metrics/resource", "get", "[metrics]"},
+	{"GET", "/metrics/probes", "get", "[metrics]"},
 	{"GET", "/stats/summary", "get", "[stats]"},
 	{"GET", "/containerLogs/default/web/app", "get", "[proxy]"},
 	{"GET", "/exec/default/web/app?command=ls&output=1", "get", "[proxy]"},
@@ -31,6 +32,9 @@ var endpoints = []struct {
 	{"POST", "/portForward/default/web", "create", "[proxy]"},
 	{"POST", "/run/default/web/app?cmd=ls", "create", "[proxy]"},
 	{"GET", "/debug/pprof/", "get", "[proxy]"},
+	{"GET", "/debug/pprof/heap", "get", "[proxy]"},
+	{"GET", "/flagz", "get", "[configz]"},
+	{"GET", "/statusz", "get", "[statusz]"},
 	{"GET", "/logs/", "get", "[log]"},
 }
 
@@ -113,6 +117,10 @@ func TestSubresourceMapping(t *testing.T) {
 		{"proxy-token", "GET", "/stats/summary", false},
 		{"stats-token", "GET", "/stats/summary", true},
 		{"stats-token", "GET", "/metrics/resource", true},
+		{"stats-token", "GET", "/metrics/probes", true},
+		{"stats-token", "GET", "/debug/pprof/", false},
+		{"proxy-token", "GET", "/debug/pprof/", true},
+		{"proxy-token", "GET", "/metrics/probes", false},
 		{"stats-token", "GET", "/pods", false},
 		{"stats-token", "POST", "/exec/default/web/app?command=ls&output=1", false},
 	} {
@@ -137,6 +145,10 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/podsX", "get", []string{"proxy"}},
 		{"GET", "/healthz/ping", "get", []string{"healthz", "proxy"}},
 		{"GET", "/configz", "get", []string{"configz", "proxy"}},
+		{"GET", "/flagz", "get", []string{"configz"}},
+		{"GET", "/statusz", "get", []string{"statusz"}},
+		{"GET", "/metrics/probes", "get", []string{"metrics"}},
+		{"GET", "/debug/pprof/profile", "get", []string{"proxy"}},
 		{"PUT", "/exec/a/b/c", "update", []string{"proxy"}},
 		{"PATCH", "/spec/", "patch", []string{"proxy"}},
 		{"DELETE", "/containerLogs/a/b/c", "delete", []string{"proxy"}},

@@ -15,7 +15,7 @@ import (
 func (e *env) allowEverything(token, name string) {
 	var allowed []string
 	for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
-		for _, sub := range []string{"proxy", "pods", "healthz", "configz", "stats", "metrics", "log"} {
+		for _, sub := range []string{"proxy", "pods", "healthz", "configz", "stats", "metrics", "log", "statusz"} {
 			allowed = append(allowed, verb+" "+sub)
 		}
 	}
@@ -23,7 +23,7 @@ func (e *env) allowEverything(token, name string) {
 }
 
 func TestDebuggingHandlersDisabledRefuseAsTheKubelet(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.DisableDebuggingHandlers = true })
+	e := newEnv(t, func(o *Options) { o.DisableDebuggingHandlers, o.Flagz = true, flags })
 	e.allowEverything("admin-token", "admin")
 	pod := testPod("web", "uid-web")
 	e.pods.add(pod)
@@ -60,21 +60,30 @@ func TestDebuggingHandlersDisabledRefuseAsTheKubelet(t *testing.T) {
 	if len(e.rt.execs)+len(e.rt.attaches)+len(e.rt.forwards) != 0 {
 		t.Errorf("the runtime was asked to stream: %d execs, %d attaches, %d port-forwards", len(e.rt.execs), len(e.rt.attaches), len(e.rt.forwards))
 	}
-	if code, _ := e.do("GET", "/configz", "admin-token"); code != http.StatusNotFound {
-		t.Errorf("GET /configz = %d, want 404 (the kubelet installs it only with debugging handlers)", code)
+	for _, p := range []string{"/configz", "/flagz", "/statusz"} {
+		if code, _ := e.do("GET", p, "admin-token"); code != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404 (the kubelet installs it only with debugging handlers)", p, code)
+		}
 	}
-	for _, p := range []string{"/healthz", "/pods", "/metrics", "/stats/summary", "/metrics/resource"} {
+	for _, p := range []string{"/healthz", "/pods", "/metrics", "/stats/summary", "/metrics/resource", "/metrics/probes"} {
 		if code, body := e.do("GET", p, "admin-token"); code != http.StatusOK {
 			t.Errorf("GET %s = %d %q, want 200 (not a debugging endpoint)", p, code, body)
 		}
 	}
 }
 
-func TestDebuggingHandlersEnabledServeConfigz(t *testing.T) {
-	e := newEnv(t)
+func TestDebuggingHandlersEnabledServeConfigzProfilesAndZPages(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Flagz = flags })
 	e.allowEverything("admin-token", "admin")
-	if code, body := e.do("GET", "/configz", "admin-token"); code != http.StatusOK || !strings.Contains(body, "kubeletconfig") {
-		t.Errorf("GET /configz = %d %q", code, body)
+	for _, tt := range []struct{ path, contains string }{
+		{"/configz", "kubeletconfig"},
+		{"/debug/pprof/", "Types of profiles available"},
+		{"/flagz", "kubelet flagz"},
+		{"/statusz", "kubelet statusz"},
+	} {
+		if code, body := e.do("GET", tt.path, "admin-token"); code != http.StatusOK || !strings.Contains(body, tt.contains) {
+			t.Errorf("GET %s = %d %.200q, want 200 containing %q", tt.path, code, body, tt.contains)
+		}
 	}
 	if code, _ := e.do("GET", "/logs/", "admin-token"); code != http.StatusNotFound {
 		t.Errorf("GET /logs/ = %d, want 404 (nodelet serves no system logs)", code)
@@ -132,7 +141,7 @@ func TestTLSCipherSuitesAreEnforced(t *testing.T) {
 // newReadOnly builds a server with a read-only port and serves its read-only handler over plain HTTP.
 func newReadOnly(t *testing.T, mutate ...func(*Options)) (*env, *httptest.Server) {
 	t.Helper()
-	e := newEnv(t, append([]func(*Options){func(o *Options) { o.ReadOnlyPort = 10255 }}, mutate...)...)
+	e := newEnv(t, append([]func(*Options){func(o *Options) { o.ReadOnlyPort, o.Flagz = 10255, flags }}, mutate...)...)
 	ts := httptest.NewServer(e.s.readOnlyHandler)
 	t.Cleanup(ts.Close)
 	return e, ts
@@ -168,7 +177,11 @@ func TestReadOnlyPortServesTheKubeletsUnauthenticatedEndpoints(t *testing.T) {
 		{"POST", "/stats/summary", http.StatusOK, `"nodeName":"node-a"`},
 		{"GET", "/metrics", http.StatusOK, ""},
 		{"GET", "/metrics/resource", http.StatusOK, ""},
+		{"GET", "/metrics/probes", http.StatusOK, "process_start_time_seconds"},
 		{"GET", "/configz", http.StatusNotFound, ""},
+		{"GET", "/flagz", http.StatusNotFound, ""},
+		{"GET", "/statusz", http.StatusNotFound, ""},
+		{"GET", "/debug/pprof/", http.StatusMethodNotAllowed, "Debug endpoints are disabled."},
 		{"GET", "/containerLogs/default/web/app", http.StatusMethodNotAllowed, "Debug endpoints are disabled."},
 		{"POST", "/exec/default/web/app?command=id", http.StatusMethodNotAllowed, "Debug endpoints are disabled."},
 		{"POST", "/run/default/web/app?cmd=id", http.StatusMethodNotAllowed, "Debug endpoints are disabled."},

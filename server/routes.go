@@ -14,7 +14,8 @@ import (
 
 // routes are the kubelet's endpoints. Everything reaching them is already authenticated and authorized.
 // With debugging handlers off (enableDebuggingHandlers: false), the kubelet's debugging endpoints answer
-// 405 and /configz is not served, as in the kubelet. There is no pprof, /debug or /logs handler otherwise.
+// 405 and /configz, /flagz and /statusz are not served, as in the kubelet. There is no /logs or
+// /debug/flags/v handler otherwise.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	s.authNotRequiredRoutes(mux)
@@ -22,6 +23,8 @@ func (s *Server) routes() http.Handler {
 		debuggingDisabledRoutes(mux)
 	} else {
 		s.debuggingRoutes(mux)
+		s.profilingRoutes(mux)
+		s.zpagesRoutes(mux)
 	}
 	return mux
 }
@@ -36,7 +39,7 @@ func (s *Server) readOnlyRoutes() http.Handler {
 }
 
 // authNotRequiredRoutes are what the kubelet serves on both ports (its InstallAuthNotRequiredHandlers):
-// health, pods, stats and metrics.
+// health, pods, stats and metrics (/metrics, /metrics/resource, /metrics/probes).
 func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 	short := func(h http.HandlerFunc) http.Handler { return withTimeout(h, requestTimeout) }
 	mux.Handle("GET /healthz", short(s.healthz))
@@ -44,6 +47,8 @@ func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /metrics", short(promhttp.HandlerFor(s.opts.Metrics,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
 	mux.Handle("GET /metrics/resource", short(s.resourceMetrics))
+	mux.Handle("GET /metrics/probes", short(promhttp.HandlerFor(s.probeMetrics,
+		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
 	mux.Handle("GET /stats/summary", short(s.statsSummary))
 	mux.Handle("POST /stats/summary", short(s.statsSummary)) // the kubelet routes both methods
 }
@@ -71,11 +76,9 @@ var debuggingDisabledPaths = []string{
 
 // debuggingDisabledRoutes answer every method under the kubelet's debugging paths with its 405.
 func debuggingDisabledRoutes(mux *http.ServeMux) {
-	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
-	})
+	disabled := refuse("Debug endpoints are disabled.")
 	for _, p := range debuggingDisabledPaths {
-		mux.Handle(p, refuse)
+		mux.Handle(p, disabled)
 	}
 }
 

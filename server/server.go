@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -81,6 +82,9 @@ type Options struct {
 
 	Metrics prometheus.Gatherer // served at /metrics; nil serves an empty registry
 	Configz any                 // served at /configz as {"kubeletconfig": Configz}
+	// ProbeMetrics are the prober's metrics (probes.Metrics), served at /metrics/probes in a registry of
+	// their own with process_start_time_seconds, as the kubelet; nil serves the start time alone.
+	ProbeMetrics prometheus.Collector
 
 	PodLogsDir           string // where container logs live (/var/log/pods)
 	ContainerLogMaxSize  string // a quantity ("10Mi"); "" or a non-positive size disables rotation
@@ -98,8 +102,22 @@ type Options struct {
 	DisableServer bool
 	// DisableDebuggingHandlers is enableDebuggingHandlers: false: exec, attach, port-forward, run,
 	// containerLogs, runningpods, pprof and logs answer 405 "Debug endpoints are disabled." (after
-	// authentication and authorization) and /configz is not served, as the kubelet.
+	// authentication and authorization) and /configz, /flagz and /statusz are not served, as the kubelet.
 	DisableDebuggingHandlers bool
+	// DisableProfilingHandler is enableProfilingHandler: false: with debugging handlers, /debug/pprof/
+	// answers 405 "profiling endpoint is disabled." instead of the profiles, as the kubelet.
+	DisableProfilingHandler bool
+	// ContentionProfiling is enableContentionProfiling: with debugging and profiling handlers on, Start
+	// sets the process's block profile rate to 1 (every blocking event), as the kubelet.
+	ContentionProfiling bool
+	// Flagz is the command line /flagz serves (the ComponentFlagz gate, on by default); nil serves no
+	// /flagz, as the kubelet without a flag set. DisableStatusz is the ComponentStatusz gate off: no
+	// /statusz. Both are served only with debugging handlers, as in the kubelet.
+	Flagz          FlagReader
+	DisableStatusz bool
+	// KubeletVersion is the binary version /statusz reports (v1.37.1+nodelet); "" or a version that does
+	// not parse reports the build's, as the kubelet.
+	KubeletVersion string
 	// TLSMinVersion, TLSCipherSuites and TLSCurvePreferences are tlsMinVersion, tlsCipherSuites and
 	// tlsCurvePreferences, parsed (config.ParseTLS). A zero TLSMinVersion means TLS 1.2, the kubelet's
 	// default; nil suites and curves mean Go's.
@@ -142,8 +160,12 @@ type Server struct {
 	backoff wait.Backoff
 	// readOnlyHandler serves the read-only port (nil without one).
 	readOnlyHandler http.Handler
+	// probeMetrics is /metrics/probes' registry.
+	probeMetrics *prometheus.Registry
 	// listen opens the listeners (net.Listen; tests replace it).
 	listen func(network, address string) (net.Listener, error)
+	// setBlockProfileRate is runtime.SetBlockProfileRate (tests replace it).
+	setBlockProfileRate func(rate int)
 	// listening receives the address Start listens on (for tests); readOnlyListening the read-only one.
 	listening, readOnlyListening chan net.Addr
 }
@@ -156,9 +178,13 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: o, cpu: newCPURates(), backoff: reviewBackoff(), listen: net.Listen,
-		listening: make(chan net.Addr, 1), readOnlyListening: make(chan net.Addr, 1)}
+		setBlockProfileRate: goruntime.SetBlockProfileRate,
+		listening:           make(chan net.Addr, 1), readOnlyListening: make(chan net.Addr, 1)}
 	var err error
 	if s.rotation, err = parseRotationPolicy(o.ContainerLogMaxSize, o.ContainerLogMaxFiles); err != nil {
+		return nil, err
+	}
+	if s.probeMetrics, err = probeMetricsRegistry(o.ProbeMetrics, o.Clock); err != nil {
 		return nil, err
 	}
 	if o.ReadOnlyPort != 0 {
@@ -205,6 +231,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.clientCA != nil {
 		go s.clientCA.Run(ctx, 1)
 	}
+	if s.profilesContention() {
+		s.setBlockProfileRate(1)
+	}
 	go s.rotateLogs(ctx)
 	var serving []<-chan error
 	if s.handler != nil {
@@ -232,6 +261,13 @@ func (s *Server) Start(ctx context.Context) error {
 		<-ctx.Done()
 	}
 	return first
+}
+
+// profilesContention tells whether the node API profiles contention: enableContentionProfiling with the
+// server, its debugging handlers and its profiling handler on, as the kubelet.
+func (s *Server) profilesContention() bool {
+	o := &s.opts
+	return s.handler != nil && o.ContentionProfiling && !o.DisableDebuggingHandlers && !o.DisableProfilingHandler
 }
 
 // serve listens on Address:port and serves handler (over TLS when tlsConfig is set) until ctx ends; the

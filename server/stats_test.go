@@ -216,6 +216,6 @@ func TestPodsConfigzMetricsAndHealthz(t *testing.T) {
 		t.Errorf("GET /healthz = %d %q", code, body)
 	}
 	if code, _ := e.do("GET", "/debug/pprof/", "stats-token"); code != 403 {
-		t.Errorf("GET /debug/pprof/ = %d, want 403 (nodes/proxy), and no handler behind it", code)
+		t.Errorf("GET /debug/pprof/ = %d, want 403 (nodes/proxy, which this user lacks)", code)
 	}
 }
