@@ -15,6 +15,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/internal/periodic"
 	"github.com/nodelet/nodelet/podrules"
 )
 
@@ -208,23 +209,10 @@ func klogRef(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // waitForCleanup polls every second, for 30 s at most, until every evicted pod is cleaned up.
 func (m *Manager) waitForCleanup(ctx context.Context, pods []*corev1.Pod) {
 	log := logr.FromContextOrDiscard(ctx)
-	timeout := m.deps.Clock.NewTimer(podCleanupTimeout)
-	defer timeout.Stop()
-	tick := m.deps.Clock.NewTicker(podCleanupPoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timeout.C():
-			log.Info("Eviction manager: timed out waiting for pods to be cleaned up", "pods", podNames(pods))
-			return
-		case <-tick.C():
-			if m.cleanedUp(pods) {
-				log.Info("Eviction manager: pods successfully cleaned up", "pods", podNames(pods))
-				return
-			}
-		}
+	if periodic.Until(ctx, m.deps.Clock, podCleanupPoll, podCleanupTimeout, func() bool { return m.cleanedUp(pods) }) {
+		log.Info("Eviction manager: pods successfully cleaned up", "pods", podNames(pods))
+	} else if ctx.Err() == nil {
+		log.Info("Eviction manager: timed out waiting for pods to be cleaned up", "pods", podNames(pods))
 	}
 }
 

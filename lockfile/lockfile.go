@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 // Lock is a held lock file. The lock lasts until Release or the process ends.
@@ -36,30 +38,23 @@ func acquire(ctx context.Context, path string, clk clock.WithTicker) (*Lock, err
 	if err != nil {
 		return nil, fmt.Errorf("open lock file %s: %w", path, err)
 	}
-	var tick clock.Ticker
-	for {
+	var lockErr error
+	try := func() bool {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			if tick != nil {
-				tick.Stop()
-			}
-			return &Lock{f: f}, nil
+		if err != nil && !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			lockErr = fmt.Errorf("lock %s: %w", path, err)
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if tick == nil {
-			tick = clk.NewTicker(pollInterval)
-		}
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
-		case <-tick.C():
-		}
+		return err == nil || lockErr != nil
 	}
+	if !try() && !periodic.Until(ctx, clk, pollInterval, 0, try) {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+	}
+	if lockErr != nil {
+		_ = f.Close()
+		return nil, lockErr
+	}
+	return &Lock{f: f}, nil
 }
 
 // Release gives the lock up.

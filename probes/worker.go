@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 // Defaults the API server applies to a probe; repeated here for pods that were not defaulted.
@@ -69,17 +71,7 @@ func (w *worker) run(ctx context.Context) {
 	if !w.waitInitialDelay(ctx) {
 		return
 	}
-	ticker := w.m.clock().NewTicker(seconds(w.spec.PeriodSeconds, defaultPeriodSeconds))
-	defer ticker.Stop()
-	for {
-		w.doProbe(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		case <-w.trigger:
-		}
-	}
+	_ = periodic.RunTriggered(ctx, w.m.clock(), seconds(w.spec.PeriodSeconds, defaultPeriodSeconds), w.trigger, w.doProbe)
 }
 
 // waitInitialDelay waits until initialDelaySeconds after the container started; false if ctx ended.

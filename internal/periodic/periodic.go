@@ -23,6 +23,47 @@ func Run(ctx context.Context, clk clock.WithTicker, ready <-chan struct{}, perio
 	}
 }
 
+// RunTriggered waits for nothing, then calls pass at once and again every period or whenever trigger fires
+// (a pass asked for early), until ctx ends. It returns nil: a pass reports its own failures.
+func RunTriggered(ctx context.Context, clk clock.WithTicker, period time.Duration, trigger <-chan struct{}, pass func(context.Context)) error {
+	ticker := clk.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		pass(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		case <-trigger:
+		}
+	}
+}
+
+// Until calls done every period, the first time one period after the call, until it returns true; it
+// returns false when ctx ended or timeout (on the clock; 0: none) passed first.
+func Until(ctx context.Context, clk clock.WithTicker, period, timeout time.Duration, done func() bool) bool {
+	ticker := clk.NewTicker(period)
+	defer ticker.Stop()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := clk.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-expired:
+			return false
+		case <-ticker.C():
+			if done() {
+				return true
+			}
+		}
+	}
+}
+
 // Every calls pass every period, the first time one period after the call, until ctx ends. It returns nil:
 // a pass reports its own failures.
 func Every(ctx context.Context, clk clock.WithTicker, period time.Duration, pass func(context.Context)) error {

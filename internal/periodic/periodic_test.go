@@ -3,6 +3,7 @@ package periodic
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,5 +74,70 @@ func TestRunAndEveryReturnWhenTheContextEnds(t *testing.T) {
 	}
 	if err := Every(ctx, clk, time.Minute, pass); err != nil {
 		t.Errorf("Every = %v", err)
+	}
+}
+
+func TestRunTriggeredPassesAtOnceOnTriggerAndEveryPeriod(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	trigger := make(chan struct{}, 1)
+	passes := make(chan time.Time, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_ = RunTriggered(ctx, clk, time.Minute, trigger, func(context.Context) { passes <- clk.Now() })
+	}()
+	if at := <-passes; !at.Equal(time.Unix(0, 0)) {
+		t.Fatalf("first pass at %v, want at once", at)
+	}
+	trigger <- struct{}{}
+	if at := <-passes; !at.Equal(time.Unix(0, 0)) {
+		t.Fatalf("triggered pass at %v, want at once, before the period", at)
+	}
+	clk.Step(time.Minute)
+	if at := <-passes; !at.Equal(time.Unix(60, 0)) {
+		t.Fatalf("pass at %v, want one period later", at)
+	}
+}
+
+func TestUntilPollsEveryPeriodUntilDoneOrTimeout(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	var polls atomic.Int32
+	result := make(chan bool)
+	go func() {
+		result <- Until(context.Background(), clk, time.Second, 3*time.Second, func() bool { return polls.Add(1) == 2 })
+	}()
+	for !clk.HasWaiters() {
+		runtime.Gosched()
+	}
+	if polls.Load() != 0 {
+		t.Fatal("polled before the first period")
+	}
+	clk.Step(time.Second)
+	for polls.Load() != 1 {
+		runtime.Gosched()
+	}
+	clk.Step(time.Second)
+	if !<-result {
+		t.Fatal("Until = false, want true once done")
+	}
+
+	start := clk.Now()
+	go func() {
+		result <- Until(context.Background(), clk, time.Second, 3*time.Second, func() bool { return false })
+	}()
+	for {
+		select {
+		case done := <-result:
+			if done {
+				t.Fatal("Until = true, want false after the timeout")
+			}
+			if waited := clk.Since(start); waited < 3*time.Second {
+				t.Fatalf("Until gave up after %v, want the 3 s timeout", waited)
+			}
+			return
+		default:
+			clk.Step(time.Second) // a second at a time until the timeout, whenever Until made its timer
+			runtime.Gosched()
+		}
 	}
 }
