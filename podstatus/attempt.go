@@ -12,7 +12,7 @@ import (
 )
 
 // convertAttempt is the status of one runtime attempt (the kubelet's convertContainerStatus).
-func (b *builder) convertAttempt(a *runtime.ContainerStatus, old *corev1.ContainerStatus) *corev1.ContainerStatus {
+func (b containerRules) convertAttempt(a *runtime.ContainerStatus, old *corev1.ContainerStatus) *corev1.ContainerStatus {
 	st := &corev1.ContainerStatus{
 		Name:         a.Name,
 		RestartCount: int32(a.RestartCount),
@@ -34,10 +34,10 @@ func (b *builder) convertAttempt(a *runtime.ContainerStatus, old *corev1.Contain
 			st.Started = &started
 		}
 	case a.State == runtimeapi.ContainerState_CONTAINER_EXITED:
-		st.State.Terminated = b.terminated(a, st.ContainerID)
+		st.State.Terminated = b.ctrs.terminated(a, st.ContainerID)
 	case a.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN && old != nil && old.State.Running != nil:
 		// It ran and is gone without a trace: report a failure rather than "never ran".
-		st.State.Terminated = &corev1.ContainerStateTerminated{Reason: b.lostReason(), Message: msgLostWhenTerminated, ExitCode: 137}
+		st.State.Terminated = &corev1.ContainerStateTerminated{Reason: b.ctrs.lostReason(), Message: msgLostWhenTerminated, ExitCode: 137}
 		st.RestartCount = old.RestartCount + 1
 	default:
 		// Created but not started, or unknown: waiting to run.
@@ -65,7 +65,7 @@ func inherit(st, old *corev1.ContainerStatus) {
 	}
 }
 
-func (b *builder) lostReason() string {
+func (b containerRules) lostReason() string {
 	if b.restarting {
 		return reasonRestartingAllContainers
 	}
@@ -74,7 +74,7 @@ func (b *builder) lostReason() string {
 
 // terminated is the state of an exited attempt. The message is the runtime's, followed by the
 // termination message when there is one.
-func (b *builder) terminated(a *runtime.ContainerStatus, containerID string) *corev1.ContainerStateTerminated {
+func (b containerRules) terminated(a *runtime.ContainerStatus, containerID string) *corev1.ContainerStateTerminated {
 	msg := a.Message
 	if f := b.in.TerminationMessage; f != nil {
 		if t := f(a); t != "" {

@@ -44,28 +44,28 @@ var kubeletConditions = map[corev1.PodConditionType]bool{
 // conditions are the API's conditions the kubelet does not own, then its own in its order:
 // PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled (and AllContainersRestarting
 // for pods with RestartAllContainers rules), then the override's condition.
-func (b *builder) conditions(s *corev1.PodStatus) []corev1.PodCondition {
+func (b conditionRules) conditions(s *corev1.PodStatus) []corev1.PodCondition {
 	conds := foreignConditions(b.api().Conditions)
 	all := concatStatuses(s.InitContainerStatuses, s.ContainerStatuses)
-	conds = append(conds, b.readyToStartCondition())
-	conds = append(conds, b.initializedCondition(all, s.Phase))
-	conds = append(conds, b.readyCondition(conds, all, s.Phase))
-	conds = append(conds, b.containersReadyCondition(all, s.Phase))
-	conds = append(conds, b.condition(corev1.PodScheduled, corev1.ConditionTrue, "", ""))
+	conds = append(conds, b.conds.readyToStartCondition())
+	conds = append(conds, b.conds.initializedCondition(all, s.Phase))
+	conds = append(conds, b.conds.readyCondition(conds, all, s.Phase))
+	conds = append(conds, b.conds.containersReadyCondition(all, s.Phase))
+	conds = append(conds, b.conds.condition(corev1.PodScheduled, corev1.ConditionTrue, "", ""))
 	if podrules.AllContainersCouldRestart(&b.pod.Spec) {
-		conds = append(conds, b.allContainersRestartingCondition(s.Phase))
+		conds = append(conds, b.conds.allContainersRestartingCondition(s.Phase))
 	}
 	if o := b.in.Override; o != nil && o.Condition != nil {
 		c := *o.Condition.DeepCopy()
 		if c.ObservedGeneration == 0 {
 			c.ObservedGeneration = b.pod.Generation
 		}
-		conds = b.updateCondition(conds, c)
+		conds = b.conds.updateCondition(conds, c)
 	}
 	return conds
 }
 
-func (b *builder) condition(t corev1.PodConditionType, status corev1.ConditionStatus, reason, message string) corev1.PodCondition {
+func (b conditionRules) condition(t corev1.PodConditionType, status corev1.ConditionStatus, reason, message string) corev1.PodCondition {
 	return corev1.PodCondition{Type: t, ObservedGeneration: b.pod.Generation, Status: status, Reason: reason, Message: message}
 }
 
@@ -82,15 +82,15 @@ func foreignConditions(old []corev1.PodCondition) []corev1.PodCondition {
 
 // readyToStartCondition: True when the newest sandbox is the only ready one, with the pod's network
 // namespace mode and an IP (unless host network); that is, when no new sandbox is needed.
-func (b *builder) readyToStartCondition() corev1.PodCondition {
-	if msg := b.sandboxChange(); msg != "" {
-		return b.condition(corev1.PodReadyToStartContainers, corev1.ConditionFalse, reasonSandboxNotReady, msg)
+func (b conditionRules) readyToStartCondition() corev1.PodCondition {
+	if msg := b.conds.sandboxChange(); msg != "" {
+		return b.conds.condition(corev1.PodReadyToStartContainers, corev1.ConditionFalse, reasonSandboxNotReady, msg)
 	}
-	return b.condition(corev1.PodReadyToStartContainers, corev1.ConditionTrue, "", "")
+	return b.conds.condition(corev1.PodReadyToStartContainers, corev1.ConditionTrue, "", "")
 }
 
 // sandboxChange says why the pod needs a new sandbox (the kubelet's PodSandboxChanged), or "".
-func (b *builder) sandboxChange() string {
+func (b conditionRules) sandboxChange() string {
 	sandboxes := b.rt.Sandboxes
 	if len(sandboxes) == 0 {
 		return msgNoSandbox
@@ -121,10 +121,10 @@ func (b *builder) sandboxChange() string {
 
 // initializedCondition: True once every init container succeeded (sidecars: started), or once a regular
 // container ran.
-func (b *builder) initializedCondition(all []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
+func (b conditionRules) initializedCondition(all []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
 	spec := &b.pod.Spec
 	if all == nil && len(spec.InitContainers) > 0 {
-		return b.condition(corev1.PodInitialized, corev1.ConditionFalse, reasonUnknownContainerStatuses, "")
+		return b.conds.condition(corev1.PodInitialized, corev1.ConditionFalse, reasonUnknownContainerStatuses, "")
 	}
 	var unknown, incomplete []string
 	for i := range spec.InitContainers {
@@ -139,19 +139,19 @@ func (b *builder) initializedCondition(all []corev1.ContainerStatus, phase corev
 	}
 	switch {
 	case phase == corev1.PodSucceeded && len(unknown) == 0:
-		return b.condition(corev1.PodInitialized, corev1.ConditionTrue, reasonPodCompleted, "")
+		return b.conds.condition(corev1.PodInitialized, corev1.ConditionTrue, reasonPodCompleted, "")
 	case anyRegularContainerStarted(b.pod, all):
-		return b.condition(corev1.PodInitialized, corev1.ConditionTrue, "", "")
+		return b.conds.condition(corev1.PodInitialized, corev1.ConditionTrue, "", "")
 	}
 	msg := joinMessages(unknown, "containers with unknown status", incomplete, "containers with incomplete status")
-	if msg == "" || b.wasInitialized() {
-		return b.condition(corev1.PodInitialized, corev1.ConditionTrue, "", "")
+	if msg == "" || b.conds.wasInitialized() {
+		return b.conds.condition(corev1.PodInitialized, corev1.ConditionTrue, "", "")
 	}
-	return b.condition(corev1.PodInitialized, corev1.ConditionFalse, reasonContainersNotInitialized, msg)
+	return b.conds.condition(corev1.PodInitialized, corev1.ConditionFalse, reasonContainersNotInitialized, msg)
 }
 
 // wasInitialized: the old status says Initialized (a pod restarting in place stays initialized).
-func (b *builder) wasInitialized() bool {
+func (b conditionRules) wasInitialized() bool {
 	for _, c := range b.old.Conditions {
 		if c.Type == corev1.PodInitialized && c.Status == corev1.ConditionTrue {
 			return true
@@ -179,9 +179,9 @@ func anyRegularContainerStarted(pod *corev1.Pod, all []corev1.ContainerStatus) b
 }
 
 // containersReadyCondition: True when every regular container and sidecar is ready.
-func (b *builder) containersReadyCondition(all []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
+func (b conditionRules) containersReadyCondition(all []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
 	if all == nil {
-		return b.condition(corev1.ContainersReady, corev1.ConditionFalse, reasonUnknownContainerStatuses, "")
+		return b.conds.condition(corev1.ContainersReady, corev1.ConditionFalse, reasonUnknownContainerStatuses, "")
 	}
 	var unknown, unready []string
 	spec := &b.pod.Spec
@@ -203,19 +203,19 @@ func (b *builder) containersReadyCondition(all []corev1.ContainerStatus, phase c
 		check(&spec.Containers[i])
 	}
 	if (phase == corev1.PodSucceeded && len(unknown) == 0) || phase == corev1.PodFailed {
-		return b.terminalCondition(corev1.ContainersReady, phase)
+		return b.conds.terminalCondition(corev1.ContainersReady, phase)
 	}
 	if msg := joinMessages(unknown, "containers with unknown status", unready, "containers with unready status"); msg != "" {
-		return b.condition(corev1.ContainersReady, corev1.ConditionFalse, reasonContainersNotReady, msg)
+		return b.conds.condition(corev1.ContainersReady, corev1.ConditionFalse, reasonContainersNotReady, msg)
 	}
-	return b.condition(corev1.ContainersReady, corev1.ConditionTrue, "", "")
+	return b.conds.condition(corev1.ContainersReady, corev1.ConditionTrue, "", "")
 }
 
 // readyCondition: ContainersReady, and every readiness gate's condition True.
-func (b *builder) readyCondition(conds []corev1.PodCondition, all []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
-	cr := b.containersReadyCondition(all, phase)
+func (b conditionRules) readyCondition(conds []corev1.PodCondition, all []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
+	cr := b.conds.containersReadyCondition(all, phase)
 	if cr.Status != corev1.ConditionTrue {
-		return b.condition(corev1.PodReady, cr.Status, cr.Reason, cr.Message)
+		return b.conds.condition(corev1.PodReady, cr.Status, cr.Reason, cr.Message)
 	}
 	var msgs []string
 	for _, rg := range b.pod.Spec.ReadinessGates {
@@ -228,9 +228,9 @@ func (b *builder) readyCondition(conds []corev1.PodCondition, all []corev1.Conta
 		}
 	}
 	if len(msgs) > 0 {
-		return b.condition(corev1.PodReady, corev1.ConditionFalse, reasonReadinessGatesNotReady, strings.Join(msgs, ", "))
+		return b.conds.condition(corev1.PodReady, corev1.ConditionFalse, reasonReadinessGatesNotReady, strings.Join(msgs, ", "))
 	}
-	return b.condition(corev1.PodReady, corev1.ConditionTrue, "", "")
+	return b.conds.condition(corev1.PodReady, corev1.ConditionTrue, "", "")
 }
 
 // NeedsReadinessSync reports whether a pod with readiness gates shows a Ready condition that its own
@@ -246,7 +246,7 @@ func NeedsReadinessSync(pod *corev1.Pod) bool {
 		return false
 	}
 	all := concatStatuses(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
-	want := newBuilder(Input{Pod: pod}).readyCondition(pod.Status.Conditions, all, pod.Status.Phase)
+	want := newBuilder(Input{Pod: pod}).conds.readyCondition(pod.Status.Conditions, all, pod.Status.Phase)
 	return current.Status != want.Status || current.Message != want.Message
 }
 
@@ -269,8 +269,8 @@ func Owned(s *corev1.PodStatus) *corev1.PodStatus {
 }
 
 // terminalCondition is ContainersReady or Ready of a pod in a terminal phase.
-func (b *builder) terminalCondition(t corev1.PodConditionType, phase corev1.PodPhase) corev1.PodCondition {
-	c := b.condition(t, corev1.ConditionFalse, "", "")
+func (b conditionRules) terminalCondition(t corev1.PodConditionType, phase corev1.PodPhase) corev1.PodCondition {
+	c := b.conds.condition(t, corev1.ConditionFalse, "", "")
 	switch phase {
 	case corev1.PodFailed:
 		c.Reason = reasonPodFailed
@@ -281,7 +281,7 @@ func (b *builder) terminalCondition(t corev1.PodConditionType, phase corev1.PodP
 }
 
 // allContainersRestartingCondition reports a RestartAllContainers restart in progress.
-func (b *builder) allContainersRestartingCondition(phase corev1.PodPhase) corev1.PodCondition {
+func (b conditionRules) allContainersRestartingCondition(phase corev1.PodPhase) corev1.PodCondition {
 	c := corev1.PodCondition{Type: corev1.AllContainersRestarting, Status: corev1.ConditionFalse}
 	switch {
 	case phase == corev1.PodSucceeded:
@@ -324,7 +324,7 @@ func findCondition(conds []corev1.PodCondition, t corev1.PodConditionType) *core
 }
 
 // updateCondition replaces or appends a condition, keeping the transition time while the status holds.
-func (b *builder) updateCondition(conds []corev1.PodCondition, c corev1.PodCondition) []corev1.PodCondition {
+func (b conditionRules) updateCondition(conds []corev1.PodCondition, c corev1.PodCondition) []corev1.PodCondition {
 	c.LastTransitionTime = b.now
 	existing := findCondition(conds, c.Type)
 	if existing == nil {

@@ -26,7 +26,7 @@ const (
 // containerStatuses is the kubelet's convertToAPIContainerStatuses for one list of containers: a default
 // waiting status per container (or the old terminated one), the newest two runtime attempts, and the
 // agent's waiting reason for containers due to start. Init statuses come in spec order, others by name.
-func (b *builder) containerStatuses(containers []corev1.Container, previous []corev1.ContainerStatus, isInit bool) []corev1.ContainerStatus {
+func (b containerRules) containerStatuses(containers []corev1.Container, previous []corev1.ContainerStatus, isInit bool) []corev1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
 	}
@@ -37,27 +37,27 @@ func (b *builder) containerStatuses(containers []corev1.Container, previous []co
 	statuses := make(map[string]*corev1.ContainerStatus, len(containers))
 	for i := range containers {
 		c := &containers[i]
-		statuses[c.Name] = b.defaultStatus(c, old[c.Name])
-		b.markMissing(statuses[c.Name], old[c.Name])
+		statuses[c.Name] = b.ctrs.defaultStatus(c, old[c.Name])
+		b.ctrs.markMissing(statuses[c.Name], old[c.Name])
 	}
-	b.applyAttempts(statuses, old)
+	b.ctrs.applyAttempts(statuses, old)
 	for i := range containers {
-		b.applyWaiting(&containers[i], statuses[containers[i].Name], isInit)
+		b.ctrs.applyWaiting(&containers[i], statuses[containers[i].Name], isInit)
 	}
-	return b.ordered(containers, statuses, isInit)
+	return b.ctrs.ordered(containers, statuses, isInit)
 }
 
 // defaultStatus is a container's status before looking at the runtime: the old status if it terminated,
 // else waiting with the old restart count and last termination.
-func (b *builder) defaultStatus(c *corev1.Container, old *corev1.ContainerStatus) *corev1.ContainerStatus {
+func (b containerRules) defaultStatus(c *corev1.Container, old *corev1.ContainerStatus) *corev1.ContainerStatus {
 	if old != nil && old.State.Terminated != nil {
 		return old.DeepCopy()
 	}
 	st := &corev1.ContainerStatus{
 		Name:         c.Name,
 		Image:        c.Image,
-		State:        corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: b.defaultWaitingReason()}},
-		VolumeMounts: b.volumeMountStatuses(c),
+		State:        corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: b.ctrs.defaultWaitingReason()}},
+		VolumeMounts: b.ctrs.volumeMountStatuses(c),
 	}
 	if old != nil {
 		st.RestartCount = old.RestartCount
@@ -66,7 +66,7 @@ func (b *builder) defaultStatus(c *corev1.Container, old *corev1.ContainerStatus
 	return st
 }
 
-func (b *builder) defaultWaitingReason() string {
+func (b containerRules) defaultWaitingReason() string {
 	if len(b.pod.Spec.InitContainers) > 0 {
 		return reasonPodInitializing
 	}
@@ -75,7 +75,7 @@ func (b *builder) defaultWaitingReason() string {
 
 // markMissing handles a container the runtime no longer has although the old status saw it running: the
 // kubelet records an unknown termination rather than letting the pod fall back to Pending.
-func (b *builder) markMissing(st, old *corev1.ContainerStatus) {
+func (b containerRules) markMissing(st, old *corev1.ContainerStatus) {
 	if old == nil || b.rt.FindContainer(st.Name) != nil {
 		return
 	}
@@ -88,7 +88,7 @@ func (b *builder) markMissing(st, old *corev1.ContainerStatus) {
 	if old.State.Terminated != nil || old.State.Running == nil {
 		return
 	}
-	defaulted := st.State.Waiting != nil && st.State.Waiting.Reason == b.defaultWaitingReason()
+	defaulted := st.State.Waiting != nil && st.State.Waiting.Reason == b.ctrs.defaultWaitingReason()
 	if !defaulted || st.LastTerminationState.Terminated != nil {
 		return
 	}
@@ -100,7 +100,7 @@ func (b *builder) markMissing(st, old *corev1.ContainerStatus) {
 
 // applyAttempts converts the newest attempt of each container into its status and the one before into
 // its last termination state.
-func (b *builder) applyAttempts(statuses, old map[string]*corev1.ContainerStatus) {
+func (b containerRules) applyAttempts(statuses, old map[string]*corev1.ContainerStatus) {
 	attempts := append([]*runtime.ContainerStatus(nil), b.rt.Containers...)
 	sort.SliceStable(attempts, func(i, j int) bool { return attempts[i].CreatedAt.After(attempts[j].CreatedAt) })
 	seen := map[string]int{}
@@ -109,7 +109,7 @@ func (b *builder) applyAttempts(statuses, old map[string]*corev1.ContainerStatus
 		if !ok || seen[a.Name] >= 2 {
 			continue
 		}
-		converted := b.convertAttempt(a, old[a.Name])
+		converted := b.ctrs.convertAttempt(a, old[a.Name])
 		if seen[a.Name] == 0 {
 			statuses[a.Name] = converted
 		} else {
@@ -121,13 +121,13 @@ func (b *builder) applyAttempts(statuses, old map[string]*corev1.ContainerStatus
 
 // applyWaiting shows the agent's reason for a container due to be (re)started, and infers the success of
 // init containers the runtime lost once regular containers exist.
-func (b *builder) applyWaiting(c *corev1.Container, st *corev1.ContainerStatus, isInit bool) {
+func (b containerRules) applyWaiting(c *corev1.Container, st *corev1.ContainerStatus, isInit bool) {
 	latest := b.rt.FindContainer(c.Name)
 	if isInit {
 		if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0 {
 			return
 		}
-		if latest == nil && !podrules.IsSidecar(c) && st.State.Waiting != nil && b.anyRegularContainerCreated() {
+		if latest == nil && !podrules.IsSidecar(c) && st.State.Waiting != nil && b.ctrs.anyRegularContainerCreated() {
 			st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", Message: msgInitAssumedDone}}
 			return
 		}
@@ -146,7 +146,7 @@ func (b *builder) applyWaiting(c *corev1.Container, st *corev1.ContainerStatus, 
 }
 
 // anyRegularContainerCreated: the newest attempt of some regular container was created, runs or exited.
-func (b *builder) anyRegularContainerCreated() bool {
+func (b containerRules) anyRegularContainerCreated() bool {
 	for i := range b.pod.Spec.Containers {
 		a := b.rt.FindContainer(b.pod.Spec.Containers[i].Name)
 		if a != nil && a.State != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
@@ -157,7 +157,7 @@ func (b *builder) anyRegularContainerCreated() bool {
 }
 
 // ordered lists init statuses in spec order and the others by name, as the kubelet does.
-func (b *builder) ordered(containers []corev1.Container, statuses map[string]*corev1.ContainerStatus, isInit bool) []corev1.ContainerStatus {
+func (b containerRules) ordered(containers []corev1.Container, statuses map[string]*corev1.ContainerStatus, isInit bool) []corev1.ContainerStatus {
 	out := make([]corev1.ContainerStatus, 0, len(statuses))
 	for i := range containers {
 		if st, ok := statuses[containers[i].Name]; ok {
@@ -171,7 +171,7 @@ func (b *builder) ordered(containers []corev1.Container, statuses map[string]*co
 }
 
 // volumeMountStatuses are the status' volumeMounts the kubelet derives from the spec.
-func (b *builder) volumeMountStatuses(c *corev1.Container) []corev1.VolumeMountStatus {
+func (b containerRules) volumeMountStatuses(c *corev1.Container) []corev1.VolumeMountStatus {
 	var out []corev1.VolumeMountStatus
 	for _, vm := range c.VolumeMounts {
 		s := corev1.VolumeMountStatus{Name: vm.Name, MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}

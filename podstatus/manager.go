@@ -21,12 +21,12 @@ var timedConditions = []corev1.PodConditionType{
 // record is the status manager's updateStatusInternal: it refuses a terminated container coming back,
 // keeps transition times while a condition's status holds, keeps the start time (or sets it now) and the
 // volume health, and normalizes the status as the API stores it.
-func (b *builder) record(s *corev1.PodStatus) bool {
-	if !b.legalTransition(s) {
+func (b cacheRules) record(s *corev1.PodStatus) bool {
+	if !b.cache.legalTransition(s) {
 		return false
 	}
 	for _, t := range timedConditions {
-		b.setTransitionTime(s.Conditions, t)
+		b.cache.setTransitionTime(s.Conditions, t)
 	}
 	switch {
 	case b.old.StartTime != nil && !b.old.StartTime.IsZero():
@@ -39,11 +39,11 @@ func (b *builder) record(s *corev1.PodStatus) bool {
 		s.VolumeHealth = append([]corev1.PodVolumeHealth(nil), b.old.VolumeHealth...)
 	}
 	s.ObservedGeneration = max(s.ObservedGeneration, b.old.ObservedGeneration)
-	b.normalize(s)
+	b.cache.normalize(s)
 	return true
 }
 
-func (b *builder) setTransitionTime(conds []corev1.PodCondition, t corev1.PodConditionType) {
+func (b cacheRules) setTransitionTime(conds []corev1.PodCondition, t corev1.PodConditionType) {
 	c := findCondition(conds, t)
 	if c == nil {
 		return
@@ -56,16 +56,16 @@ func (b *builder) setTransitionTime(conds []corev1.PodCondition, t corev1.PodCon
 
 // legalTransition is the kubelet's checkContainerStateTransition: a terminated container may only leave
 // that state if its pod or container restart policy restarts it.
-func (b *builder) legalTransition(s *corev1.PodStatus) bool {
+func (b cacheRules) legalTransition(s *corev1.PodStatus) bool {
 	spec := &b.pod.Spec
 	if spec.RestartPolicy == corev1.RestartPolicyAlways || podrules.AllContainersCouldRestart(spec) {
 		return true
 	}
-	return b.staysTerminated(podrules.RegularContainer, b.old.ContainerStatuses, s.ContainerStatuses) &&
-		b.staysTerminated(podrules.InitContainer, b.old.InitContainerStatuses, s.InitContainerStatuses)
+	return b.cache.staysTerminated(podrules.RegularContainer, b.old.ContainerStatuses, s.ContainerStatuses) &&
+		b.cache.staysTerminated(podrules.InitContainer, b.old.InitContainerStatuses, s.InitContainerStatuses)
 }
 
-func (b *builder) staysTerminated(kind podrules.ContainerKind, old, now []corev1.ContainerStatus) bool {
+func (b cacheRules) staysTerminated(kind podrules.ContainerKind, old, now []corev1.ContainerStatus) bool {
 	for i := range old {
 		t := old[i].State.Terminated
 		c := containerOfKind(b.pod, old[i].Name, kind)
@@ -87,8 +87,8 @@ func (b *builder) staysTerminated(kind podrules.ContainerKind, old, now []corev1
 
 // terminate is the status manager's TerminatePod: once the pod is terminated, containers without a
 // terminated state are reported lost, and a pod still Pending or Running fails.
-func (b *builder) terminate(s *corev1.PodStatus) {
-	if b.hasPodInitialized() {
+func (b cacheRules) terminate(s *corev1.PodStatus) {
+	if b.cache.hasPodInitialized() {
 		markLost(s.ContainerStatuses)
 	}
 	markLost(initializedContainers(s.InitContainerStatuses))
@@ -112,7 +112,7 @@ func markLost(statuses []corev1.ContainerStatus) {
 
 // hasPodInitialized: the API status shows evidence that a regular container started or the last init
 // container completed (sidecar: started).
-func (b *builder) hasPodInitialized() bool {
+func (b cacheRules) hasPodInitialized() bool {
 	spec, old := &b.pod.Spec, b.old
 	if len(spec.InitContainers) == 0 {
 		return true
@@ -151,7 +151,7 @@ func initializedContainers(statuses []corev1.ContainerStatus) []corev1.Container
 // merge is the status manager's mergePodStatus against the API status: conditions the kubelet does not
 // own stay as they are, the API's claim statuses stay, a terminal phase waits until no container could run, and a
 // terminal pod is never ready.
-func (b *builder) merge(s corev1.PodStatus, couldHaveRunningContainers bool) corev1.PodStatus {
+func (b cacheRules) merge(s corev1.PodStatus, couldHaveRunningContainers bool) corev1.PodStatus {
 	old := b.old
 	conds := foreignConditions(b.api().Conditions)
 	// The DisruptionTarget condition this agent added is the API's from its write on; until the API copy
@@ -168,7 +168,7 @@ func (b *builder) merge(s corev1.PodStatus, couldHaveRunningContainers bool) cor
 		case kubeletConditions[c.Type]:
 			conds = append(conds, c)
 		case c.Type == corev1.DisruptionTarget && transitioning && !couldHaveRunningContainers:
-			conds = b.updateCondition(conds, c)
+			conds = b.conds.updateCondition(conds, c)
 		}
 	}
 	s.Conditions = conds
@@ -182,8 +182,8 @@ func (b *builder) merge(s corev1.PodStatus, couldHaveRunningContainers bool) cor
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
 	}
 	if isTerminal(s.Phase) && (conditionTrue(s.Conditions, corev1.PodReady) || conditionTrue(s.Conditions, corev1.ContainersReady)) {
-		s.Conditions = b.updateCondition(s.Conditions, b.terminalCondition(corev1.ContainersReady, s.Phase))
-		s.Conditions = b.updateCondition(s.Conditions, b.terminalCondition(corev1.PodReady, s.Phase))
+		s.Conditions = b.conds.updateCondition(s.Conditions, b.conds.terminalCondition(corev1.ContainersReady, s.Phase))
+		s.Conditions = b.conds.updateCondition(s.Conditions, b.conds.terminalCondition(corev1.PodReady, s.Phase))
 	}
 	return s
 }
@@ -195,7 +195,7 @@ func conditionTrue(conds []corev1.PodCondition, t corev1.PodConditionType) bool 
 
 // normalize truncates times to seconds and termination messages to the pod's share, and orders the
 // container statuses (the kubelet's normalizeStatus).
-func (b *builder) normalize(s *corev1.PodStatus) {
+func (b cacheRules) normalize(s *corev1.PodStatus) {
 	normalizeTimes(s)
 	n := len(b.pod.Spec.Containers) + len(b.pod.Spec.InitContainers) + len(b.pod.Spec.EphemeralContainers)
 	limit := maxTerminationMessageBytes

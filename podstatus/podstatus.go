@@ -92,7 +92,7 @@ func Compute(in Input) corev1.PodStatus {
 	if !ok {
 		return *b.old.DeepCopy()
 	}
-	return b.merge(s, !in.Terminated)
+	return b.cache.merge(s, !in.Terminated)
 }
 
 // LocalPhase is the phase the kubelet keeps for the pod before writing it: unlike Compute's, it is
@@ -133,7 +133,22 @@ type builder struct {
 	now metav1.Time
 	// restarting: a RestartAllContainers rule fired and the pod restarts in place.
 	restarting bool
+
+	// The rules the status is built with, by concern: the status manager's (what is recorded, legal
+	// transitions), the pod conditions', and the container statuses'.
+	cache cacheRules
+	conds conditionRules
+	ctrs  containerRules
 }
+
+// cacheRules are the kubelet's status manager rules: what of a generated status is recorded, and how.
+type cacheRules struct{ *builder }
+
+// conditionRules build the pod's conditions (the kubelet's status.Generate*Condition).
+type conditionRules struct{ *builder }
+
+// containerRules build the container statuses: defaults, attempts, waiting reasons, probes.
+type containerRules struct{ *builder }
 
 func newBuilder(in Input) *builder {
 	rt := in.Runtime
@@ -145,6 +160,7 @@ func newBuilder(in Input) *builder {
 		now = time.Now()
 	}
 	b := &builder{in: in, pod: in.Pod, old: &in.Pod.Status, rt: rt, now: metav1.NewTime(now).Rfc3339Copy()}
+	b.cache, b.conds, b.ctrs = cacheRules{b}, conditionRules{b}, containerRules{b}
 	b.restarting = b.shouldAllContainersRestart()
 	return b
 }
@@ -154,12 +170,12 @@ func newBuilder(in Input) *builder {
 func (b *builder) local() (corev1.PodStatus, bool) {
 	s := b.generate()
 	s.ObservedGeneration = b.pod.Generation
-	if !b.record(&s) {
+	if !b.cache.record(&s) {
 		return s, false
 	}
 	if b.in.Terminated {
-		b.terminate(&s)
-		b.record(&s)
+		b.cache.terminate(&s)
+		b.cache.record(&s)
 	}
 	return s, true
 }
@@ -168,13 +184,13 @@ func (b *builder) local() (corev1.PodStatus, bool) {
 func (b *builder) generate() corev1.PodStatus {
 	spec := &b.pod.Spec
 	s := corev1.PodStatus{QOSClass: podrules.GetPodQOS(b.pod)}
-	s.ContainerStatuses = b.containerStatuses(spec.Containers, b.old.ContainerStatuses, false)
-	s.InitContainerStatuses = b.containerStatuses(spec.InitContainers, b.old.InitContainerStatuses, true)
-	s.EphemeralContainerStatuses = b.containerStatuses(ephemeralContainers(spec), b.old.EphemeralContainerStatuses, false)
+	s.ContainerStatuses = b.ctrs.containerStatuses(spec.Containers, b.old.ContainerStatuses, false)
+	s.InitContainerStatuses = b.ctrs.containerStatuses(spec.InitContainers, b.old.InitContainerStatuses, true)
+	s.EphemeralContainerStatuses = b.ctrs.containerStatuses(ephemeralContainers(spec), b.old.EphemeralContainerStatuses, false)
 	s.Resources, s.AllocatedResources = b.podResources()
 	b.setPhase(&s)
-	b.applyProbes(&s)
-	s.Conditions = b.conditions(&s)
+	b.ctrs.applyProbes(&s)
+	s.Conditions = b.conds.conditions(&s)
 	b.setIPs(&s)
 	return s
 }
@@ -188,8 +204,8 @@ func (b *builder) rejected(o *Override) corev1.PodStatus {
 		Message:            o.Message,
 		ObservedGeneration: b.pod.Generation,
 	}
-	b.record(&s)
-	return b.merge(s, false)
+	b.cache.record(&s)
+	return b.cache.merge(s, false)
 }
 
 // containerID is the API form of a runtime container ID.

@@ -10,19 +10,19 @@ import (
 // started once running and its startup probe (if any) succeeded, ready once started, running and its
 // readiness probe (if any) succeeded; a regular init container is ready once it exited 0. Ephemeral
 // containers are left alone.
-func (b *builder) applyProbes(s *corev1.PodStatus) {
+func (b containerRules) applyProbes(s *corev1.PodStatus) {
 	for i := range s.ContainerStatuses {
 		st := &s.ContainerStatuses[i]
-		b.probe(containerOfKind(b.pod, st.Name, podrules.RegularContainer), st)
+		b.ctrs.probe(containerOfKind(b.pod, st.Name, podrules.RegularContainer), st)
 	}
 	for i := range s.InitContainerStatuses {
 		st := &s.InitContainerStatuses[i]
 		c := containerOfKind(b.pod, st.Name, podrules.InitContainer)
 		if podrules.IsSidecar(c) {
-			b.probe(c, st)
+			b.ctrs.probe(c, st)
 			continue
 		}
-		started := b.started(c, st)
+		started := b.ctrs.started(c, st)
 		st.Started = &started
 		if t := st.State.Terminated; t != nil && t.ExitCode == 0 {
 			st.Ready = true
@@ -31,15 +31,15 @@ func (b *builder) applyProbes(s *corev1.PodStatus) {
 }
 
 // probe sets started, and ready when started (an unstarted container keeps its ready value).
-func (b *builder) probe(c *corev1.Container, st *corev1.ContainerStatus) {
-	started := b.started(c, st)
+func (b containerRules) probe(c *corev1.Container, st *corev1.ContainerStatus) {
+	started := b.ctrs.started(c, st)
 	st.Started = &started
 	if started {
-		st.Ready = b.ready(c, st)
+		st.Ready = b.ctrs.ready(c, st)
 	}
 }
 
-func (b *builder) started(c *corev1.Container, st *corev1.ContainerStatus) bool {
+func (b containerRules) started(c *corev1.Container, st *corev1.ContainerStatus) bool {
 	if st.State.Running == nil {
 		return false
 	}
@@ -55,7 +55,7 @@ func (b *builder) started(c *corev1.Container, st *corev1.ContainerStatus) bool 
 	return c == nil || c.StartupProbe == nil
 }
 
-func (b *builder) ready(c *corev1.Container, st *corev1.ContainerStatus) bool {
+func (b containerRules) ready(c *corev1.Container, st *corev1.ContainerStatus) bool {
 	if st.State.Running == nil {
 		return false
 	}
