@@ -177,7 +177,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 // prepareHost puts the root directory on a shared mount (as the kubelet makes it), checks the cgroup version and swap, reads the host facts the
 // containers' resources follow, and handles the kernel tunables as the kubelet: with protectKernelDefaults they
 // must already hold the kubelet's values, without it they are set to them.
-func (a *Agent) prepareHost() error {
+func (host) prepareHost(a *Agent) error {
 	if err := volumes.MakeRShared(a.cfg.RootDir); err != nil {
 		return fmt.Errorf("error configuring root directory: %w", err)
 	}

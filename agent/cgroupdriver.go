@@ -22,7 +22,7 @@ type runtimeConfigAsker interface {
 // cgroupDriverFromRuntime is the kubelet's KubeletCgroupDriverFromCRI (GA): the runtime's cgroup driver
 // (CRI RuntimeConfig) wins over cgroupDriver in the configuration. A runtime that does not implement the
 // call (containerd 1.6) or does not answer in time leaves the configured driver, as the kubelet falls back.
-func (a *Agent) cgroupDriverFromRuntime(ctx context.Context, cri runtimeConfigAsker) {
+func (host) cgroupDriverFromRuntime(ctx context.Context, a *Agent, cri runtimeConfigAsker) {
 	ctx, cancel := context.WithTimeout(ctx, cgroupDriverTimeout)
 	defer cancel()
 	resp, err := cri.RuntimeConfig(ctx)

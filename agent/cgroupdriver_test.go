@@ -40,7 +40,7 @@ func TestCgroupDriverFromRuntime(t *testing.T) {
 		cfg := config.Default("node-a")
 		cfg.Kubelet.CgroupDriver = "cgroupfs"
 		a := &Agent{cfg: cfg, log: logr.Discard()}
-		a.cgroupDriverFromRuntime(context.Background(), tc.ask)
+		(host{}).cgroupDriverFromRuntime(context.Background(), a, tc.ask)
 		if a.cfg.Kubelet.CgroupDriver != tc.want {
 			t.Errorf("%+v: driver %q, want %q", tc.ask, a.cfg.Kubelet.CgroupDriver, tc.want)
 		}

@@ -8,7 +8,7 @@ import (
 // csiPlugins runs the node side of CSI for the volume manager m: the plugin watcher on
 // <root-dir>/plugins_registry registering CSI drivers, and (with an API server) the node's CSINode object
 // and the Node's CSI annotation and labels kept in line with them.
-func (a *Agent) csiPlugins(m *volumes.Manager) {
+func (host) csiPlugins(a *Agent, m *volumes.Manager) {
 	opts := csi.Options{RootDir: a.cfg.RootDir, NodeName: a.cfg.NodeName, Clock: a.clock()}
 	if !a.standalone {
 		opts.Reader, opts.Writer, opts.CSIDrivers = a.mgr.GetAPIReader(), a.mgr.GetClient(), a.mgr.GetClient()

@@ -37,7 +37,7 @@ func (e *evictionAdmission) Admit(pod *corev1.Pod) (bool, string, string) {
 // its signals, the pod workers its candidates, and the garbage collectors reclaim disk first. It runs
 // with the node and becomes the node's pressure source and an admission handler. Without thresholds and
 // without localStorageCapacityIsolation the kubelet has nothing to do: neither has nodelet.
-func (a *Agent) evictionManager(rec record.EventRecorder, srv *server.Server, pods *podlifecycle.Reconciler,
+func (host) evictionManager(a *Agent, rec record.EventRecorder, srv *server.Server, pods *podlifecycle.Reconciler,
 	images *imagegc.Manager, containers *containergc.Collector) error {
 	kc := &a.cfg.Kubelet
 	thresholds, err := eviction.Thresholds(kc)

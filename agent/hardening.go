@@ -38,7 +38,7 @@ func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*podlifecycle.Sys
 // hardening wires the pod cgroups (podPidsLimit) and the image pull credential verification into the pod
 // controller, each only where it applies (a nil pointer must not become a non-nil interface); on the host
 // only (a simulated node makes no cgroups and keeps no records on disk).
-func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector) error {
+func (h host) hardening(a *Agent, deps *podlifecycle.Deps, connector *runtime.Connector) error {
 	cg, err := podCgroups(a.cfg, a.opts.Metrics, a.hostResources.HugePageSizes)
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func (a *Agent) hardening(deps *podlifecycle.Deps, connector *runtime.Connector)
 		deps.PodCgroups = cg
 		a.podCgroups = cg
 	}
-	records, err := a.pullRecords(connector)
+	records, err := h.pullRecords(a, connector)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func kubepodsValues(cfg *config.Config) (podcgroups.Kubepods, error) {
 // pullRecords is the kubelet's image pull credential verification (KubeletEnsureSecretPulledImages, on by
 // default): records under <root-dir>/image_manager; the pull intents an earlier run left are turned into
 // records once the runtime answers.
-func (a *Agent) pullRecords(connector *runtime.Connector) (*imagepull.Manager, error) {
+func (host) pullRecords(a *Agent, connector *runtime.Connector) (*imagepull.Manager, error) {
 	kc := &a.cfg.Kubelet
 	if !config.EnsureSecretPulledImages(kc) {
 		return nil, nil

@@ -86,10 +86,10 @@ type MachineReader interface {
 
 type host struct{}
 
-func (host) prepare(a *Agent) error { return a.prepareHost() }
+func (h host) prepare(a *Agent) error { return h.prepareHost(a) }
 
-func (host) adoptRuntime(ctx context.Context, a *Agent, cri *runtime.Client) {
-	a.cgroupDriverFromRuntime(ctx, cri)
+func (h host) adoptRuntime(ctx context.Context, a *Agent, cri *runtime.Client) {
+	h.cgroupDriverFromRuntime(ctx, a, cri)
 }
 
 // plegOptions relist every second, as the kubelet; the container garbage collector, made later, trims a
@@ -105,16 +105,16 @@ func (host) plegOptions(a *Agent) pleg.Options {
 }
 
 // podParts: probes over the network and the runtime, the volume manager, pod cgroups, pull records.
-func (host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder, connector *runtime.Connector) (*probes.Manager, error) {
-	a.volumeMgr = a.volumes(deps.Node)
+func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder, connector *runtime.Connector) (*probes.Manager, error) {
+	a.volumeMgr = h.volumes(a, deps.Node)
 	a.volumeMgr.Recorder = rec
-	a.csiPlugins(a.volumeMgr)
+	h.csiPlugins(a, a.volumeMgr)
 	deps.Volumes = a.volumeMgr
-	a.local = append(a.local, manager.RunnableFunc(a.cleanUpStagedVolumes))
+	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return h.cleanUpStagedVolumes(ctx, a) }))
 	if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {
 		return nil, fmt.Errorf("register volume metrics: %w", err)
 	}
-	if err := a.hardening(deps, connector); err != nil {
+	if err := h.hardening(a, deps, connector); err != nil {
 		return nil, err
 	}
 	a.probeMetrics = probes.NewMetrics()
@@ -123,9 +123,9 @@ func (host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder
 
 func (host) podOptions(*podlifecycle.Options) {}
 
-func (host) hostParts(a *Agent, restCfg *rest.Config, store *staticpods.Store, rec record.EventRecorder, connector *runtime.Connector,
+func (h host) hostParts(a *Agent, restCfg *rest.Config, store *staticpods.Store, rec record.EventRecorder, connector *runtime.Connector,
 	pods *podlifecycle.Reconciler) error {
-	return a.setupHost(restCfg, store, rec, connector, pods)
+	return h.setupHost(a, restCfg, store, rec, connector, pods)
 }
 
 func (host) machine(a *Agent) MachineReader { return machine.Reader{FsPath: a.cfg.RootDir} }
@@ -175,7 +175,7 @@ func (p simulated) machine(a *Agent) MachineReader {
 	if p.s.Machine != nil {
 		return p.s.Machine
 	}
-	return host{}.machine(a)
+	return (host{}).machine(a)
 }
 
 func (p simulated) renewLease(mgr ctrl.Manager, lease *controllers.LeaseController) error {

@@ -32,7 +32,7 @@ func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
 // metrics (the prober's at /metrics/probes), pprof, /flagz and /statusz as the debugging handlers,
 // profiling handler and zpages gates say; the read-only port when readOnlyPort is set; and container log
 // rotation, which runs even with enableServer false.
-func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
+func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
 	kc := &a.cfg.Kubelet
 	var kube kubernetes.Interface
 	if !a.standalone {
@@ -53,7 +53,7 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	if err != nil {
 		return nil, err
 	}
-	serving, err := a.servingCertificate(kube)
+	serving, err := h.servingCertificate(a, kube)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (a *Agent) nodeServer(restCfg *rest.Config, store *staticpods.Store) (*serv
 	o := server.Options{
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
 		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
-		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: a.nodePods(store),
+		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: h.nodePods(a, store),
 		Metrics: a.opts.Metrics, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
 		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: a.clock(),
 		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m, kubepods) },
@@ -105,7 +105,7 @@ func debugOptions(o *server.Options, cfg *config.Config) {
 // servingCertificate is the node API's certificate getter with serverTLSBootstrap (nil otherwise, or when the
 // agent was given no way to request one: it then serves its self-signed certificate, and says so). The
 // certificate manager runs with the node.
-func (a *Agent) servingCertificate(kube kubernetes.Interface) (func() *tls.Certificate, error) {
+func (h host) servingCertificate(a *Agent, kube kubernetes.Interface) (func() *tls.Certificate, error) {
 	if !a.cfg.Kubelet.ServerTLSBootstrap || kube == nil {
 		return nil, nil
 	}
@@ -113,7 +113,7 @@ func (a *Agent) servingCertificate(kube kubernetes.Interface) (func() *tls.Certi
 		a.log.Info("serverTLSBootstrap is set but this agent has no serving certificate manager (agent.Options.ServingCertificates): serving a self-signed certificate")
 		return nil, nil
 	}
-	m, err := a.opts.ServingCertificates(kube, a.nodeAddresses)
+	m, err := a.opts.ServingCertificates(kube, func() []corev1.NodeAddress { return h.nodeAddresses(a) })
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate manager: %w", err)
 	}
@@ -127,7 +127,7 @@ func (a *Agent) servingCertificate(kube kubernetes.Interface) (func() *tls.Certi
 }
 
 // nodeAddresses are the addresses of the node's Node object (none before it is registered).
-func (a *Agent) nodeAddresses() []corev1.NodeAddress {
+func (host) nodeAddresses(a *Agent) []corev1.NodeAddress {
 	n := &corev1.Node{}
 	if err := a.mgr.GetClient().Get(context.Background(), client.ObjectKey{Name: a.cfg.NodeName}, n); err != nil {
 		return nil
@@ -191,7 +191,7 @@ func podsContainer(m machine.Reader, kubepods string, now metav1.Time) []statsap
 
 // nodePods lists the pods this node runs for the node API: the API's pods bound here (mirror pods left
 // out) and the static pods, whose UIDs are the ones on their containers.
-func (a *Agent) nodePods(store *staticpods.Store) server.PodsFunc {
+func (host) nodePods(a *Agent, store *staticpods.Store) server.PodsFunc {
 	return func(ctx context.Context) ([]corev1.Pod, error) {
 		var out []corev1.Pod
 		if !a.standalone {

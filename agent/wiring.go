@@ -191,7 +191,7 @@ func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
 // CSIDrivers from the watch-fed cache, claims, PersistentVolumes and VolumeAttachments fresh, service account
 // tokens come from the TokenRequest API — all that the Node authorizer allows a node.
 // node (nil standalone) gives the node's allocatable resources for resourceFieldRef defaults.
-func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volumes.Manager {
+func (host) volumes(a *Agent, node func(context.Context) (*corev1.Node, error)) *volumes.Manager {
 	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
 	if !a.standalone {
 		objs := &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(), Status: a.mgr.GetClient(),
@@ -219,7 +219,7 @@ func (a *Agent) volumes(node func(context.Context) (*corev1.Node, error)) *volum
 
 // cleanUpStagedVolumes unstages, every minute, the CSI volumes staged on this node that no pod uses any
 // more (left by a restart or a takeover).
-func (a *Agent) cleanUpStagedVolumes(ctx context.Context) error {
+func (host) cleanUpStagedVolumes(ctx context.Context, a *Agent) error {
 	log := logr.FromContextOrDiscard(ctx)
 	return periodic.Run(ctx, a.clock(), nil, time.Minute, func(ctx context.Context) {
 		if err := a.volumeMgr.CleanUpStaged(ctx); err != nil {
