@@ -35,7 +35,7 @@ func (e *AttachLimitExceededError) RejectReason() string { return "VolumeAttachm
 // checkAttachLimit keeps when the pod's volumes started waiting (pv.mu held) and, once they waited
 // attachMountTimeout, returns an *AttachLimitExceededError when one of those waiting for their attach
 // waits for a driver at its attachment limit; that driver is asked its node information again.
-func (m *Manager) checkAttachLimit(ctx context.Context, pod *corev1.Pod, pv *podVolumes, ready bool) error {
+func (m csiVolumes) checkAttachLimit(ctx context.Context, pod *corev1.Pod, pv *podVolumes, ready bool) error {
 	if ready {
 		pv.waitingSince = time.Time{}
 		return nil
@@ -56,15 +56,15 @@ func (m *Manager) checkAttachLimit(ctx context.Context, pod *corev1.Pod, pv *pod
 			continue
 		}
 		unmounted = append(unmounted, vol.Name)
-		src := m.waitingCSISource(ctx, pod, vol, pv)
+		src := m.csiv().waitingCSISource(ctx, pod, vol, pv)
 		if src == nil {
 			continue
 		}
-		if info, err := m.driverInfo(ctx, src.Driver); err != nil || !info.attachRequired {
+		if info, err := m.csiv().driverInfo(ctx, src.Driver); err != nil || !info.attachRequired {
 			continue
 		}
 		unattached = append(unattached, vol.Name)
-		if !exhausted && m.attachLimitReached(ctx, src.Driver, src.VolumeHandle) {
+		if !exhausted && m.csiv().attachLimitReached(ctx, src.Driver, src.VolumeHandle) {
 			exhausted = true
 		}
 	}
@@ -78,14 +78,14 @@ func (m *Manager) checkAttachLimit(ctx context.Context, pod *corev1.Pod, pv *pod
 
 // waitingCSISource is the CSI source of the PersistentVolume of a claim volume not set up yet, nil for any
 // other volume.
-func (m *Manager) waitingCSISource(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) *corev1.CSIPersistentVolumeSource {
+func (m csiVolumes) waitingCSISource(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) *corev1.CSIPersistentVolumeSource {
 	if vol.PersistentVolumeClaim == nil && vol.Ephemeral == nil {
 		return nil
 	}
 	cv := pv.claims[vol.Name]
 	if cv == nil {
 		var err error
-		if cv, err = m.resolveClaim(ctx, pod, vol); err != nil {
+		if cv, err = m.claimv().resolveClaim(ctx, pod, vol); err != nil {
 			return nil
 		}
 	}
@@ -94,7 +94,7 @@ func (m *Manager) waitingCSISource(ctx context.Context, pod *corev1.Pod, vol *co
 
 // attachLimitReached says whether the volume's attach failed for the driver's attachment limit on this
 // node, for a driver whose allocatable count is refreshed; if so, the driver is asked again at once.
-func (m *Manager) attachLimitReached(ctx context.Context, driver, handle string) bool {
+func (m csiVolumes) attachLimitReached(ctx context.Context, driver, handle string) bool {
 	d, err := m.CSIObjects.GetCSIDriver(ctx, driver)
 	if err != nil || d.Spec.NodeAllocatableUpdatePeriodSeconds == nil || *d.Spec.NodeAllocatableUpdatePeriodSeconds <= 0 {
 		return false

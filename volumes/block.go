@@ -33,7 +33,7 @@ const (
 func (cv *claimedVolume) isBlock() bool { return volumeMode(cv.pv) == corev1.PersistentVolumeBlock }
 
 // csiBlockDir is <root>/plugins/kubernetes.io/csi/volumeDevices.
-func (m *Manager) csiBlockDir() string {
+func (m blockVolumes) csiBlockDir() string {
 	return filepath.Join(m.RootDir, "plugins", csiPluginName, volumeDevicesDir)
 }
 
@@ -42,7 +42,7 @@ type blockPaths struct {
 	data, staging, publishDir, publish, globalMap, podLink string
 }
 
-func (m *Manager) csiBlockPaths(uid types.UID, specName string) (blockPaths, error) {
+func (m blockVolumes) csiBlockPaths(uid types.UID, specName string) (blockPaths, error) {
 	podDir, err := m.podDir(uid)
 	if err != nil {
 		return blockPaths{}, err
@@ -50,7 +50,7 @@ func (m *Manager) csiBlockPaths(uid types.UID, specName string) (blockPaths, err
 	if err := podrules.PathSegment("volume name", specName); err != nil {
 		return blockPaths{}, err
 	}
-	base := m.csiBlockDir()
+	base := m.blockv().csiBlockDir()
 	return blockPaths{
 		data:       filepath.Join(base, specName, blockDataDir),
 		staging:    filepath.Join(base, "staging", specName),
@@ -62,9 +62,9 @@ func (m *Manager) csiBlockPaths(uid types.UID, specName string) (blockPaths, err
 }
 
 // setUpCSIBlock stages (once per node) and publishes a CSI block volume for the pod and maps it.
-func (m *Manager) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, publishContext map[string]string,
+func (m blockVolumes) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, publishContext map[string]string,
 	client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool, pv *podVolumes) error {
-	p, err := m.csiBlockPaths(pod.UID, v.specName)
+	p, err := m.blockv().csiBlockPaths(pod.UID, v.specName)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (m *Manager) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csiVolu
 	if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
 		staging = p.staging
 		if !m.staged.has(staging) {
-			if err := m.stageBlock(ctx, client, caps, v, staging, publishContext); err != nil {
+			if err := m.blockv().stageBlock(ctx, client, caps, v, staging, publishContext); err != nil {
 				return err
 			}
 		}
@@ -90,7 +90,7 @@ func (m *Manager) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csiVolu
 	if err := os.MkdirAll(p.publishDir, 0o750); err != nil {
 		return err
 	}
-	secrets, err := m.csiSecrets(ctx, v.publishSecrets)
+	secrets, err := m.csiv().csiSecrets(ctx, v.publishSecrets)
 	if err != nil {
 		return err
 	}
@@ -103,15 +103,15 @@ func (m *Manager) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csiVolu
 	if err := client.NodePublishVolume(ctx, req); err != nil {
 		return &opError{op: "MapVolume.SetUpDevice", volume: v.specName, err: err}
 	}
-	return m.mapBlock(p.publish, p.globalMap, p.podLink)
+	return m.blockv().mapBlock(p.publish, p.globalMap, p.podLink)
 }
 
-func (m *Manager) stageBlock(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
+func (m blockVolumes) stageBlock(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
 	v *csiVolume, staging string, publishContext map[string]string) error {
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return err
 	}
-	secrets, err := m.csiSecrets(ctx, v.stageSecrets)
+	secrets, err := m.csiv().csiSecrets(ctx, v.stageSecrets)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (v *csiVolume) blockCapability(caps map[csipb.NodeServiceCapability_RPC_Typ
 
 // mapBlock bind-mounts the published device file at the global map path (once), holds it open with a loop
 // device, and links the pod's device map path to it.
-func (m *Manager) mapBlock(device, globalMap, podLink string) error {
+func (m blockVolumes) mapBlock(device, globalMap, podLink string) error {
 	if err := os.MkdirAll(filepath.Dir(globalMap), 0o750); err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func touch(path string) error {
 // setUpLocalBlock maps a local volume's block device for the pod as the kubelet's local plugin does: bound
 // at its global map path <root>/plugins/kubernetes.io~local-volume/volumeDevices/<pv>/<pod uid> (held open
 // there by a loop device) and linked from the pod's device map path.
-func (m *Manager) setUpLocalBlock(pod *corev1.Pod, cv *claimedVolume) error {
+func (m blockVolumes) setUpLocalBlock(pod *corev1.Pod, cv *claimedVolume) error {
 	info, err := os.Stat(cv.pv.Spec.Local.Path)
 	if err != nil {
 		return fmt.Errorf("local volume %s: %w", cv.pv.Name, err)
@@ -189,16 +189,16 @@ func (m *Manager) setUpLocalBlock(pod *corev1.Pod, cv *claimedVolume) error {
 	if info.Mode()&os.ModeDevice == 0 || info.Mode()&os.ModeCharDevice != 0 {
 		return fmt.Errorf("local volume %s: %s is not a block device", cv.pv.Name, cv.pv.Spec.Local.Path)
 	}
-	link, err := m.blockLink(pod.UID, cv)
+	link, err := m.blockv().blockLink(pod.UID, cv)
 	if err != nil {
 		return err
 	}
-	return m.mapBlock(cv.pv.Spec.Local.Path, m.localBlockGlobalMap(cv.pv.Name, pod.UID), link)
+	return m.blockv().mapBlock(cv.pv.Spec.Local.Path, m.blockv().localBlockGlobalMap(cv.pv.Name, pod.UID), link)
 }
 
 // unmapGlobal releases a pod's global map path of a block volume, as the kubelet's UnmapBlockVolume: the loop
 // device holding it open, then its bind mount, then the file.
-func (m *Manager) unmapGlobal(volume, globalMap string) error {
+func (m blockVolumes) unmapGlobal(volume, globalMap string) error {
 	if err := m.mounter().DetachFileDevice(globalMap); err != nil {
 		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", volume, err)
 	}
@@ -217,18 +217,18 @@ func (m *Manager) unmapGlobal(volume, globalMap string) error {
 
 // localBlockGlobalMap is the kubelet's global map path of a local block volume for one pod (pv is a checked
 // path segment).
-func (m *Manager) localBlockGlobalMap(pv string, uid types.UID) string {
+func (m blockVolumes) localBlockGlobalMap(pv string, uid types.UID) string {
 	return filepath.Join(m.RootDir, "plugins", pluginLocalVolume, volumeDevicesDir, pv, string(uid))
 }
 
 // unmapLocalBlock releases the pod's global map path of a local block volume: its loop device, its bind
 // mount, the file, and the volume's folder once no pod maps it.
-func (m *Manager) unmapLocalBlock(uid types.UID, pv string) error {
+func (m blockVolumes) unmapLocalBlock(uid types.UID, pv string) error {
 	if err := podrules.PathSegment("volume name", pv); err != nil {
 		return err
 	}
-	globalMap := m.localBlockGlobalMap(pv, uid)
-	if err := m.unmapGlobal(pv, globalMap); err != nil {
+	globalMap := m.blockv().localBlockGlobalMap(pv, uid)
+	if err := m.blockv().unmapGlobal(pv, globalMap); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Dir(globalMap)); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
@@ -238,7 +238,7 @@ func (m *Manager) unmapLocalBlock(uid types.UID, pv string) error {
 }
 
 // blockLink is the pod's device map path of a claimed block volume: what containers get as the device.
-func (m *Manager) blockLink(uid types.UID, cv *claimedVolume) (string, error) {
+func (m blockVolumes) blockLink(uid types.UID, cv *claimedVolume) (string, error) {
 	podDir, err := m.podDir(uid)
 	if err != nil {
 		return "", err
@@ -272,7 +272,7 @@ func (m *Manager) Devices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.D
 		if cv == nil || !cv.isBlock() {
 			return nil, fmt.Errorf("cannot find block volume %q for container %q", d.Name, c.Name)
 		}
-		link, err := m.blockLink(pod.UID, cv)
+		link, err := m.blockv().blockLink(pod.UID, cv)
 		if err != nil {
 			return nil, err
 		}
@@ -288,13 +288,13 @@ func (m *Manager) Devices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.D
 // tearDownBlock unmaps, unpublishes and (for the last pod on the node) unstages the pod's CSI block
 // volumes, found from the links in <pod>/volumeDevices/kubernetes.io~csi, and unmaps its local block
 // volumes (<pod>/volumeDevices/kubernetes.io~local-volume); then the links go.
-func (m *Manager) tearDownBlock(ctx context.Context, uid types.UID, podDir string) error {
+func (m blockVolumes) tearDownBlock(ctx context.Context, uid types.UID, podDir string) error {
 	links, err := filepath.Glob(filepath.Join(podDir, volumeDevicesDir, pluginCSI, "*"))
 	if err != nil {
 		return err
 	}
 	for _, link := range links {
-		if err := m.tearDownCSIBlock(ctx, uid, filepath.Base(link)); err != nil {
+		if err := m.blockv().tearDownCSIBlock(ctx, uid, filepath.Base(link)); err != nil {
 			return err
 		}
 	}
@@ -303,15 +303,15 @@ func (m *Manager) tearDownBlock(ctx context.Context, uid types.UID, podDir strin
 		return err
 	}
 	for _, link := range local {
-		if err := m.unmapLocalBlock(uid, filepath.Base(link)); err != nil {
+		if err := m.blockv().unmapLocalBlock(uid, filepath.Base(link)); err != nil {
 			return err
 		}
 	}
 	return os.RemoveAll(filepath.Join(podDir, volumeDevicesDir))
 }
 
-func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName string) error {
-	p, err := m.csiBlockPaths(uid, specName)
+func (m blockVolumes) tearDownCSIBlock(ctx context.Context, uid types.UID, specName string) error {
+	p, err := m.blockv().csiBlockPaths(uid, specName)
 	if err != nil {
 		return err
 	}
@@ -320,7 +320,7 @@ func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName 
 		return fmt.Errorf("block volume %s of pod %s: %w", specName, uid, err)
 	}
 	driver, handle := data["driverName"], data["volumeHandle"]
-	client, err := m.csiClient(driver)
+	client, err := m.csiv().csiClient(driver)
 	if err != nil {
 		return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q : %w", specName, err)
 	}
@@ -328,7 +328,7 @@ func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName 
 	if err := os.Remove(p.podLink); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := m.unmapGlobal(specName, p.globalMap); err != nil {
+	if err := m.blockv().unmapGlobal(specName, p.globalMap); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(p.publish); err == nil {
@@ -339,10 +339,10 @@ func (m *Manager) tearDownCSIBlock(ctx context.Context, uid types.UID, specName 
 	if others, _ := os.ReadDir(p.publishDir); len(others) > 0 {
 		return nil // another pod on the node has it
 	}
-	return m.unstageBlock(ctx, client, handle, p)
+	return m.blockv().unstageBlock(ctx, client, handle, p)
 }
 
-func (m *Manager) unstageBlock(ctx context.Context, client CSINodeClient, handle string, p blockPaths) error {
+func (m blockVolumes) unstageBlock(ctx context.Context, client CSINodeClient, handle string, p blockPaths) error {
 	caps, err := client.NodeCapabilities(ctx)
 	if err != nil {
 		return err

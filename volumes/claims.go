@@ -49,9 +49,9 @@ func (e *ClaimError) Unwrap() error { return e.Err }
 // resolveClaim reads the pod's claim and the volume bound to it, with the kubelet's checks and
 // messages: the claim must exist, not be being deleted, be Bound to a named volume; the volume must
 // exist and be bound back to this claim (by UID); its volumeMode must match how containers use it.
-func (m *Manager) resolveClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (*claimedVolume, error) {
+func (m claimVolumes) resolveClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (*claimedVolume, error) {
 	src := claimSource(pod, vol)
-	pvc, err := m.boundClaim(ctx, pod.Namespace, src.ClaimName)
+	pvc, err := m.claimv().boundClaim(ctx, pod.Namespace, src.ClaimName)
 	if err != nil {
 		return nil, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
 	}
@@ -60,7 +60,7 @@ func (m *Manager) resolveClaim(ctx context.Context, pod *corev1.Pod, vol *corev1
 			return nil, err
 		}
 	}
-	pv, err := m.boundVolume(ctx, pvc.Spec.VolumeName, pvc.UID)
+	pv, err := m.claimv().boundVolume(ctx, pvc.Spec.VolumeName, pvc.UID)
 	if err != nil {
 		return nil, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
 	}
@@ -80,7 +80,7 @@ func claimSource(pod *corev1.Pod, vol *corev1.Volume) *corev1.PersistentVolumeCl
 }
 
 // boundClaim is the claim if it can be used: found, not being deleted, Bound to a named volume.
-func (m *Manager) boundClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+func (m claimVolumes) boundClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
 	pvc, err := m.Objects.GetPersistentVolumeClaim(ctx, namespace, name)
 	if err != nil {
 		return nil, fmt.Errorf("failed to fetch PVC from API server: %w", err)
@@ -97,7 +97,7 @@ func (m *Manager) boundClaim(ctx context.Context, namespace, name string) (*core
 }
 
 // boundVolume is the PersistentVolume name if it is bound to the claim claimUID.
-func (m *Manager) boundVolume(ctx context.Context, name string, claimUID types.UID) (*corev1.PersistentVolume, error) {
+func (m claimVolumes) boundVolume(ctx context.Context, name string, claimUID types.UID) (*corev1.PersistentVolume, error) {
 	pv, err := m.Objects.GetPersistentVolume(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("failed to fetch PV %s from API server: %w", name, err)
@@ -158,20 +158,20 @@ func volumeUses(pod *corev1.Pod, name string) (mounted, devices bool) {
 
 // setUpClaim resolves the pod's claim (of a persistentVolumeClaim or generic ephemeral volume) (once: a volume set up stays with the claim it was set up for)
 // and sets up the volume bound to it.
-func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) error {
+func (m claimVolumes) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) error {
 	cv := pv.claims[vol.Name]
 	if cv != nil {
-		m.expandInUse(ctx, pod, cv)
+		m.claimv().expandInUse(ctx, pod, cv)
 	} else {
 		var err error
-		if cv, err = m.resolveClaim(ctx, pod, vol); err != nil {
+		if cv, err = m.claimv().resolveClaim(ctx, pod, vol); err != nil {
 			return &ClaimError{Volume: vol.Name, Err: err}
 		}
-		if err := m.checkReadWriteOncePod(pod.UID, cv); err != nil {
+		if err := m.claimv().checkReadWriteOncePod(pod.UID, cv); err != nil {
 			return &VolumeError{Volume: cv.pv.Name, Err: err}
 		}
 	}
-	if err := m.setUpPersistent(ctx, pod, cv, pv); err != nil {
+	if err := m.claimv().setUpPersistent(ctx, pod, cv, pv); err != nil {
 		if errors.Is(err, errWaiting) {
 			return err
 		}
@@ -182,17 +182,17 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 }
 
 // setUpPersistent sets up a PersistentVolume's source for the pod, by plugin.
-func (m *Manager) setUpPersistent(ctx context.Context, pod *corev1.Pod, cv *claimedVolume, pv *podVolumes) error {
+func (m claimVolumes) setUpPersistent(ctx context.Context, pod *corev1.Pod, cv *claimedVolume, pv *podVolumes) error {
 	src := &cv.pv.Spec.PersistentVolumeSource
 	switch {
 	case src.HostPath != nil:
 		return checkHostPath(src.HostPath)
 	case src.Local != nil && cv.isBlock():
-		return m.setUpLocalBlock(pod, cv)
+		return m.blockv().setUpLocalBlock(pod, cv)
 	case src.Local != nil:
-		return m.setUpLocal(pod, cv)
+		return m.claimv().setUpLocal(pod, cv)
 	case src.CSI != nil:
-		return m.setUpCSI(ctx, pod, csiFromPersistent(cv), pv)
+		return m.csiv().setUpCSI(ctx, pod, csiFromPersistent(cv), pv)
 	default:
 		return fmt.Errorf("%w: PersistentVolume %s of type %q", ErrUnsupportedVolume, cv.pv.Name, persistentSourceKind(src))
 	}
@@ -205,7 +205,7 @@ var errInUseReadWriteOncePod = errors.New("volume uses the ReadWriteOncePod acce
 // mounts or maps a volume (the scheduler enforces it too, but a pod may be bound to the node directly): a
 // volume whose only access mode is ReadWriteOncePod is not set up for a pod while another pod on the node has it
 // set up. A volume listing more modes is not checked: which one the pod means is not known.
-func (m *Manager) checkReadWriteOncePod(uid types.UID, cv *claimedVolume) error {
+func (m claimVolumes) checkReadWriteOncePod(uid types.UID, cv *claimedVolume) error {
 	if modes := cv.pv.Spec.AccessModes; len(modes) != 1 || modes[0] != corev1.ReadWriteOncePod {
 		return nil
 	}
@@ -231,7 +231,7 @@ func (m *Manager) checkReadWriteOncePod(uid types.UID, cv *claimedVolume) error 
 }
 
 // persistentPath is where a set-up PersistentVolume is on the host, for containers to mount.
-func (m *Manager) persistentPath(uid types.UID, cv *claimedVolume) (string, error) {
+func (m claimVolumes) persistentPath(uid types.UID, cv *claimedVolume) (string, error) {
 	src := &cv.pv.Spec.PersistentVolumeSource
 	switch {
 	case src.HostPath != nil:
@@ -249,7 +249,7 @@ func (m *Manager) persistentPath(uid types.UID, cv *claimedVolume) (string, erro
 // setUpLocal bind-mounts a local volume's directory at <pod>/volumes/kubernetes.io~local-volume/<pv>
 // (read-only for a read-only claim) and, the first time, gives it the pod's fsGroup, as the kubelet's
 // local plugin does.
-func (m *Manager) setUpLocal(pod *corev1.Pod, cv *claimedVolume) error {
+func (m claimVolumes) setUpLocal(pod *corev1.Pod, cv *claimedVolume) error {
 	local := cv.pv.Spec.Local
 	if local.Path == "" {
 		return fmt.Errorf("LocalVolume volume %q path is empty", cv.pv.Name)
@@ -265,7 +265,7 @@ func (m *Manager) setUpLocal(pod *corev1.Pod, cv *claimedVolume) error {
 	switch mode := info.Mode(); {
 	case mode.IsDir():
 	case mode&os.ModeDevice != 0 && mode&os.ModeCharDevice == 0:
-		if source, err = m.mountLocalDevice(cv); err != nil {
+		if source, err = m.claimv().mountLocalDevice(cv); err != nil {
 			return err
 		}
 	default:
@@ -294,7 +294,7 @@ func (m *Manager) setUpLocal(pod *corev1.Pod, cv *claimedVolume) error {
 
 // localDeviceMountPath is where a local volume on a block device is mounted for the node's pods (the
 // kubelet's local plugin's device mount path).
-func (m *Manager) localDeviceMountPath(pvName string) (string, error) {
+func (m claimVolumes) localDeviceMountPath(pvName string) (string, error) {
 	if err := podrules.PathSegment("volume name", pvName); err != nil {
 		return "", err
 	}
@@ -304,8 +304,8 @@ func (m *Manager) localDeviceMountPath(pvName string) (string, error) {
 // mountLocalDevice mounts a local volume's block device at its device mount path (once per node), making
 // its filesystem (fsType, ext4 by default) when it has none, as the kubelet's local plugin; pods bind-mount
 // that directory.
-func (m *Manager) mountLocalDevice(cv *claimedVolume) (string, error) {
-	target, err := m.localDeviceMountPath(cv.pv.Name)
+func (m claimVolumes) mountLocalDevice(cv *claimedVolume) (string, error) {
+	target, err := m.claimv().localDeviceMountPath(cv.pv.Name)
 	if err != nil {
 		return "", err
 	}
@@ -328,20 +328,20 @@ func (m *Manager) mountLocalDevice(cv *claimedVolume) (string, error) {
 }
 
 // unmountLocalDevices unmounts the local volumes' device mounts no pod directory binds any more.
-func (m *Manager) unmountLocalDevices() error {
+func (m claimVolumes) unmountLocalDevices() error {
 	mounts, err := filepath.Glob(filepath.Join(m.RootDir, "plugins", "kubernetes.io", "local-volume", "mounts", "*"))
 	if err != nil {
 		return err
 	}
 	for _, target := range mounts {
-		if err := m.unmountLocalDevice(target); err != nil {
+		if err := m.claimv().unmountLocalDevice(target); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (m *Manager) unmountLocalDevice(target string) error {
+func (m claimVolumes) unmountLocalDevice(target string) error {
 	defer m.stagingLocks.lock(target)()
 	users, err := filepath.Glob(filepath.Join(m.RootDir, "pods", "*", "volumes", pluginLocalVolume, filepath.Base(target)))
 	if err != nil || len(users) > 0 {

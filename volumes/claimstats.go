@@ -20,14 +20,14 @@ const csiStatsTimeout = 15 * time.Second
 // claimStats is the usage of the pod's claimed volumes, each with its claim, as the kubelet's plugins
 // measure them: a local volume by its filesystem (statfs), a CSI volume by its driver's
 // NodeGetVolumeStats where the driver offers it; a hostPath volume is not measured.
-func (m *Manager) claimStats(uid types.UID, now time.Time) []statsapi.VolumeStats {
+func (m claimVolumes) claimStats(uid types.UID, now time.Time) []statsapi.VolumeStats {
 	pv := m.state(uid, false)
 	if pv == nil {
 		return nil
 	}
 	var out []statsapi.VolumeStats
 	for name, cv := range pv.claimsSnapshot() {
-		fs, ok := m.persistentFsStats(uid, cv, now)
+		fs, ok := m.claimv().persistentFsStats(uid, cv, now)
 		if !ok {
 			continue
 		}
@@ -37,9 +37,9 @@ func (m *Manager) claimStats(uid types.UID, now time.Time) []statsapi.VolumeStat
 	return out
 }
 
-func (m *Manager) persistentFsStats(uid types.UID, cv *claimedVolume, now time.Time) (statsapi.FsStats, bool) {
+func (m claimVolumes) persistentFsStats(uid types.UID, cv *claimedVolume, now time.Time) (statsapi.FsStats, bool) {
 	src := &cv.pv.Spec.PersistentVolumeSource
-	path, err := m.persistentPath(uid, cv)
+	path, err := m.claimv().persistentPath(uid, cv)
 	if err != nil {
 		return statsapi.FsStats{}, false
 	}
@@ -47,7 +47,7 @@ func (m *Manager) persistentFsStats(uid types.UID, cv *claimedVolume, now time.T
 	case src.Local != nil:
 		return statfsStats(path, now)
 	case src.CSI != nil:
-		return m.csiStats(src.CSI.Driver, src.CSI.VolumeHandle, path, now)
+		return m.claimv().csiStats(src.CSI.Driver, src.CSI.VolumeHandle, path, now)
 	}
 	return statsapi.FsStats{}, false
 }
@@ -65,8 +65,8 @@ func statfsStats(path string, now time.Time) (statsapi.FsStats, bool) {
 }
 
 // csiStats asks the volume's driver, when it has the GET_VOLUME_STATS capability.
-func (m *Manager) csiStats(driver, handle, path string, now time.Time) (statsapi.FsStats, bool) {
-	client, err := m.csiClient(driver)
+func (m claimVolumes) csiStats(driver, handle, path string, now time.Time) (statsapi.FsStats, bool) {
+	client, err := m.csiv().csiClient(driver)
 	if err != nil {
 		return statsapi.FsStats{}, false
 	}
@@ -136,7 +136,7 @@ func (c volumeStatsCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: each claim once, from the pods' volume stats.
 func (c volumeStatsCollector) Collect(ch chan<- prometheus.Metric) {
 	seen := map[statsapi.PVCReference]bool{}
-	for _, uid := range c.m.podsWithClaims() {
+	for _, uid := range c.m.claimv().podsWithClaims() {
 		for _, vs := range c.m.Stats(uid) {
 			if vs.PVCRef == nil || seen[*vs.PVCRef] {
 				continue
@@ -158,7 +158,7 @@ func (c volumeStatsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // podsWithClaims lists the pods that have a claimed volume set up.
-func (m *Manager) podsWithClaims() []types.UID {
+func (m claimVolumes) podsWithClaims() []types.UID {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []types.UID

@@ -129,7 +129,7 @@ func attachmentName(handle, driver, node string) string {
 }
 
 // stagingPath is where a persistent CSI volume is staged on this node.
-func (m *Manager) stagingPath(driver, handle string) (string, error) {
+func (m csiVolumes) stagingPath(driver, handle string) (string, error) {
 	if err := podrules.PathSegment("CSI driver name", driver); err != nil {
 		return "", err
 	}
@@ -150,7 +150,7 @@ type csiDriverInfo struct {
 
 // driverInfo reads the CSIDriver name; a driver without one attaches, has no pod info, the default
 // fsGroup policy and persistent volumes only.
-func (m *Manager) driverInfo(ctx context.Context, name string) (*csiDriverInfo, error) {
+func (m csiVolumes) driverInfo(ctx context.Context, name string) (*csiDriverInfo, error) {
 	info := &csiDriverInfo{attachRequired: true, fsGroupPolicy: storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy,
 		modes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}}
 	if m.CSIObjects == nil {
@@ -188,41 +188,41 @@ func (v *csiVolume) attachable(info *csiDriverInfo) bool { return !v.ephemeral &
 // as the kubelet's CSI plugin: an attachable volume waits until it is reported in use and its
 // VolumeAttachment is attached; a volume already published is left as it is (after a restart or a
 // takeover it is adopted, not mounted again) unless the driver asks to be called again.
-func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, v *csiVolume, pv *podVolumes) error {
-	info, err := m.driverInfo(ctx, v.driver)
+func (m csiVolumes) setUpCSI(ctx context.Context, pod *corev1.Pod, v *csiVolume, pv *podVolumes) error {
+	info, err := m.csiv().driverInfo(ctx, v.driver)
 	if err != nil {
 		return err
 	}
 	if err := checkLifecycleMode(v, info); err != nil {
 		return err
 	}
-	target, err := m.csiTargetPath(pod, v)
+	target, err := m.csiv().csiTargetPath(pod, v)
 	if err != nil {
 		return err
 	}
 	if v.attachable(info) {
 		m.inUseChanged(m.inUse.add(pod.UID, UniqueCSIVolumeName(v.driver, v.handle)))
 	}
-	published, err := m.published(pod.UID, v, target)
+	published, err := m.csiv().published(pod.UID, v, target)
 	if err != nil {
 		return err
 	}
 	if published && !info.republish {
 		return nil
 	}
-	return m.publishForPod(ctx, pod, v, info, pv, target)
+	return m.csiv().publishForPod(ctx, pod, v, info, pv, target)
 }
 
 // publishForPod does the driver's part of setUpCSI: once attached, stage and publish (or map a block
 // volume), then apply the pod's fsGroup where the kubelet would.
-func (m *Manager) publishForPod(ctx context.Context, pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, pv *podVolumes, target string) error {
-	client, err := m.csiClient(v.driver)
+func (m csiVolumes) publishForPod(ctx context.Context, pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, pv *podVolumes, target string) error {
+	client, err := m.csiv().csiClient(v.driver)
 	if err != nil {
 		return err
 	}
 	var publishContext map[string]string
 	if v.attachable(info) {
-		if publishContext, err = m.waitAttached(ctx, v); err != nil {
+		if publishContext, err = m.csiv().waitAttached(ctx, v); err != nil {
 			return err
 		}
 	}
@@ -231,9 +231,9 @@ func (m *Manager) publishForPod(ctx context.Context, pod *corev1.Pod, v *csiVolu
 		return fmt.Errorf("failed to read the node capabilities of CSI driver %s: %w", v.driver, err)
 	}
 	if v.block {
-		return m.setUpCSIBlock(ctx, pod, v, info, publishContext, client, caps, pv)
+		return m.blockv().setUpCSIBlock(ctx, pod, v, info, publishContext, client, caps, pv)
 	}
-	if err := m.stageAndPublish(ctx, client, caps, pod, v, info, pv, target, publishContext); err != nil {
+	if err := m.csiv().stageAndPublish(ctx, client, caps, pod, v, info, pv, target, publishContext); err != nil {
 		return err
 	}
 	if caps[csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] || v.readOnly || !supportsFSGroup(v, info, pod) {
@@ -244,29 +244,29 @@ func (m *Manager) publishForPod(ctx context.Context, pod *corev1.Pod, v *csiVolu
 
 // stageAndPublish stages a persistent volume (under its staging path's lock, so that the last pod's
 // teardown cannot unstage it in between) and publishes it at target.
-func (m *Manager) stageAndPublish(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
+func (m csiVolumes) stageAndPublish(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
 	pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, pv *podVolumes, target string, publishContext map[string]string) error {
 	staging := ""
 	if !v.ephemeral {
-		path, err := m.stagingPath(v.driver, v.handle)
+		path, err := m.csiv().stagingPath(v.driver, v.handle)
 		if err != nil {
 			return err
 		}
 		defer m.stagingLocks.lock(path)()
-		if staging, err = m.stageCSI(ctx, client, caps, v, pod, publishContext); err != nil {
+		if staging, err = m.csiv().stageCSI(ctx, client, caps, v, pod, publishContext); err != nil {
 			return err
 		}
 	}
-	return m.publishCSI(ctx, client, caps, pod, v, info, pv, staging, target, publishContext)
+	return m.csiv().publishCSI(ctx, client, caps, pod, v, info, pv, staging, target, publishContext)
 }
 
 // published says whether the volume is published for the pod already: its target mounted, or for a
 // block volume its device mapped (the global map path mounted and the pod's link in place).
-func (m *Manager) published(uid types.UID, v *csiVolume, target string) (bool, error) {
+func (m csiVolumes) published(uid types.UID, v *csiVolume, target string) (bool, error) {
 	if !v.block {
 		return m.mounter().IsMountPoint(target)
 	}
-	p, err := m.csiBlockPaths(uid, v.specName)
+	p, err := m.blockv().csiBlockPaths(uid, v.specName)
 	if err != nil {
 		return false, err
 	}
@@ -308,7 +308,7 @@ func supportsFSGroup(v *csiVolume, info *csiDriverInfo, pod *corev1.Pod) bool {
 }
 
 // csiTargetPath is where the volume is published for the pod: <pod>/volumes/kubernetes.io~csi/<spec name>/mount.
-func (m *Manager) csiTargetPath(pod *corev1.Pod, v *csiVolume) (string, error) {
+func (m csiVolumes) csiTargetPath(pod *corev1.Pod, v *csiVolume) (string, error) {
 	dir, err := m.volumeDir(pod.UID, pluginCSI, v.specName)
 	if err != nil {
 		return "", err
@@ -316,7 +316,7 @@ func (m *Manager) csiTargetPath(pod *corev1.Pod, v *csiVolume) (string, error) {
 	return filepath.Join(dir, csiMountDir), nil
 }
 
-func (m *Manager) csiClient(driver string) (CSINodeClient, error) {
+func (m csiVolumes) csiClient(driver string) (CSINodeClient, error) {
 	if m.CSI == nil {
 		return nil, fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
 	}
@@ -325,12 +325,12 @@ func (m *Manager) csiClient(driver string) (CSINodeClient, error) {
 
 // waitAttached checks the volume's VolumeAttachment: attached, it gives the publish context; not yet,
 // an error naming it (the pod waits and the next sync checks again).
-func (m *Manager) waitAttached(ctx context.Context, v *csiVolume) (map[string]string, error) {
+func (m csiVolumes) waitAttached(ctx context.Context, v *csiVolume) (map[string]string, error) {
 	name := UniqueCSIVolumeName(v.driver, v.handle)
 	if !m.inUse.isReported(name) {
 		return nil, fmt.Errorf("%w: Volume has not been added to the list of VolumesInUse in the node's volume status for volume %q ", errWaiting, v.specName)
 	}
-	if err := m.attachedPerNode(ctx, name, v.specName); err != nil {
+	if err := m.csiv().attachedPerNode(ctx, name, v.specName); err != nil {
 		return nil, err
 	}
 	if m.CSIObjects == nil {
@@ -362,7 +362,7 @@ var errWaiting = errors.New("waiting")
 
 // attachedPerNode: the node's status.volumesAttached (written by the attach/detach controller) must list
 // the volume, as the kubelet checks before it mounts a controller-attached volume.
-func (m *Manager) attachedPerNode(ctx context.Context, name corev1.UniqueVolumeName, specName string) error {
+func (m csiVolumes) attachedPerNode(ctx context.Context, name corev1.UniqueVolumeName, specName string) error {
 	if m.AttachedVolumes == nil {
 		return nil
 	}
@@ -380,9 +380,9 @@ func (m *Manager) attachedPerNode(ctx context.Context, name corev1.UniqueVolumeN
 
 // stageCSI stages a persistent volume on this node once (the driver's NodeStageVolume is idempotent)
 // and writes the staging vol_data.json, kept even when the driver does not stage: unstaging reads it.
-func (m *Manager) stageCSI(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
+func (m csiVolumes) stageCSI(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
 	v *csiVolume, pod *corev1.Pod, publishContext map[string]string) (string, error) {
-	staging, err := m.stagingPath(v.driver, v.handle)
+	staging, err := m.csiv().stagingPath(v.driver, v.handle)
 	if err != nil {
 		return "", err
 	}
@@ -398,7 +398,7 @@ func (m *Manager) stageCSI(ctx context.Context, client CSINodeClient, caps map[c
 	if m.staged.has(staging) {
 		return staging, nil
 	}
-	secrets, err := m.csiSecrets(ctx, v.stageSecrets)
+	secrets, err := m.csiv().csiSecrets(ctx, v.stageSecrets)
 	if err != nil {
 		return "", err
 	}
@@ -412,7 +412,7 @@ func (m *Manager) stageCSI(ctx context.Context, client CSINodeClient, caps map[c
 }
 
 // publishCSI publishes the volume at target with the pod's information where the driver asks for it.
-func (m *Manager) publishCSI(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
+func (m csiVolumes) publishCSI(ctx context.Context, client CSINodeClient, caps map[csipb.NodeServiceCapability_RPC_Type]bool,
 	pod *corev1.Pod, v *csiVolume, info *csiDriverInfo, pv *podVolumes, staging, target string, publishContext map[string]string) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		return err
@@ -427,7 +427,7 @@ func (m *Manager) publishCSI(ctx context.Context, client CSINodeClient, caps map
 	}); err != nil {
 		return err
 	}
-	secrets, err := m.csiSecrets(ctx, v.publishSecrets)
+	secrets, err := m.csiv().csiSecrets(ctx, v.publishSecrets)
 	if err != nil {
 		return err
 	}
@@ -435,7 +435,7 @@ func (m *Manager) publishCSI(ctx context.Context, client CSINodeClient, caps map
 	if info.podInfoOnMount {
 		attrs = mergeMaps(attrs, podInfoAttributes(pod, v.ephemeral))
 	}
-	tokens, err := m.csiTokens(ctx, pod, info, pv)
+	tokens, err := m.csiv().csiTokens(ctx, pod, info, pv)
 	if err != nil {
 		return err
 	}
@@ -501,7 +501,7 @@ func podInfoAttributes(pod *corev1.Pod, ephemeral bool) map[string]string {
 }
 
 // csiSecrets reads a secret a driver needs for a call, as a string map; none without a reference.
-func (m *Manager) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
+func (m csiVolumes) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
 	if ref == nil {
 		return nil, nil
 	}
@@ -519,7 +519,7 @@ func (m *Manager) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (
 // csiTokens requests the service account tokens a driver's tokenRequests name, bound to the pod, and
 // gives them as the kubelet does: one attribute csi.storage.k8s.io/serviceAccount.tokens holding a JSON
 // object of audience → {token, expirationTimestamp}.
-func (m *Manager) csiTokens(ctx context.Context, pod *corev1.Pod, info *csiDriverInfo, pv *podVolumes) (map[string]string, error) {
+func (m csiVolumes) csiTokens(ctx context.Context, pod *corev1.Pod, info *csiDriverInfo, pv *podVolumes) (map[string]string, error) {
 	if len(info.tokenRequests) == 0 {
 		return nil, nil
 	}
@@ -536,7 +536,7 @@ func (m *Manager) csiTokens(ctx context.Context, pod *corev1.Pod, info *csiDrive
 		if tr.Audience == "" {
 			req.Spec.Audiences = nil
 		}
-		got, err := m.token(ctx, pod.Namespace, serviceAccountName(pod), req, pv)
+		got, err := m.srcv().token(ctx, pod.Namespace, serviceAccountName(pod), req, pv)
 		if err != nil {
 			return nil, fmt.Errorf("failed to get a token for audience %q: %w", tr.Audience, err)
 		}

@@ -15,13 +15,13 @@ import (
 // uses, as the kubelet's CSI plugin: each is found on disk from its vol_data.json, so a volume published
 // before a restart, or by the kubelet before a takeover, is torn down the same way. A driver that is not
 // registered, or a call that fails, is an error: the caller retries, and nothing is removed meanwhile.
-func (m *Manager) tearDownCSI(ctx context.Context, uid types.UID, podDir string) error {
+func (m csiVolumes) tearDownCSI(ctx context.Context, uid types.UID, podDir string) error {
 	dirs, err := filepath.Glob(filepath.Join(podDir, "volumes", pluginCSI, "*"))
 	if err != nil {
 		return err
 	}
 	for _, dir := range dirs {
-		if err := m.tearDownCSIVolume(ctx, uid, dir); err != nil {
+		if err := m.csiv().tearDownCSIVolume(ctx, uid, dir); err != nil {
 			return err
 		}
 	}
@@ -30,7 +30,7 @@ func (m *Manager) tearDownCSI(ctx context.Context, uid types.UID, podDir string)
 }
 
 // tearDownCSIVolume unpublishes one volume directory of a pod, then unstages it if it was the last user.
-func (m *Manager) tearDownCSIVolume(ctx context.Context, uid types.UID, dir string) error {
+func (m csiVolumes) tearDownCSIVolume(ctx context.Context, uid types.UID, dir string) error {
 	data, err := loadVolData(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // never published by a driver: the generic teardown removes what is there
@@ -39,7 +39,7 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, uid types.UID, dir stri
 		return err
 	}
 	driver, handle := data["driverName"], data["volumeHandle"]
-	client, err := m.csiClient(driver)
+	client, err := m.csiv().csiClient(driver)
 	if err != nil {
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q : %w", data["specVolID"], err)
 	}
@@ -55,18 +55,18 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, uid types.UID, dir stri
 	if data["volumeLifecycleMode"] == csiModeEphemeral {
 		return nil
 	}
-	return m.unstageIfUnused(ctx, uid, client, driver, handle)
+	return m.csiv().unstageIfUnused(ctx, uid, client, driver, handle)
 }
 
 // unstageIfUnused unstages a persistent volume once no other pod's directory still has it published,
 // and removes its staging directory.
-func (m *Manager) unstageIfUnused(ctx context.Context, uid types.UID, client CSINodeClient, driver, handle string) error {
-	staging, err := m.stagingPath(driver, handle)
+func (m csiVolumes) unstageIfUnused(ctx context.Context, uid types.UID, client CSINodeClient, driver, handle string) error {
+	staging, err := m.csiv().stagingPath(driver, handle)
 	if err != nil {
 		return err
 	}
 	defer m.stagingLocks.lock(staging)()
-	used, err := m.publishedElsewhere(uid, driver, handle)
+	used, err := m.csiv().publishedElsewhere(uid, driver, handle)
 	if err != nil || used {
 		return err
 	}
@@ -91,7 +91,7 @@ func (m *Manager) unstageIfUnused(ctx context.Context, uid types.UID, client CSI
 
 // publishedElsewhere says whether a pod other than uid has the driver's volume handle published (a
 // vol_data.json naming it in its directory).
-func (m *Manager) publishedElsewhere(uid types.UID, driver, handle string) (bool, error) {
+func (m csiVolumes) publishedElsewhere(uid types.UID, driver, handle string) (bool, error) {
 	dirs, err := filepath.Glob(filepath.Join(m.RootDir, "pods", "*", "volumes", pluginCSI, "*"))
 	if err != nil {
 		return false, err
@@ -149,26 +149,26 @@ func (m *Manager) CleanUpStaged(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		if err := m.cleanUpStaged(ctx, data["driverName"], data["volumeHandle"]); err != nil && first == nil {
+		if err := m.csiv().cleanUpStaged(ctx, data["driverName"], data["volumeHandle"]); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
 }
 
-func (m *Manager) cleanUpStaged(ctx context.Context, driver, handle string) error {
-	if m.claimedByAPod(driver, handle) {
+func (m csiVolumes) cleanUpStaged(ctx context.Context, driver, handle string) error {
+	if m.csiv().claimedByAPod(driver, handle) {
 		return nil
 	}
-	client, err := m.csiClient(driver)
+	client, err := m.csiv().csiClient(driver)
 	if err != nil {
 		return err
 	}
-	return m.unstageIfUnused(ctx, "", client, driver, handle)
+	return m.csiv().unstageIfUnused(ctx, "", client, driver, handle)
 }
 
 // claimedByAPod says whether a pod this manager knows uses the CSI volume.
-func (m *Manager) claimedByAPod(driver, handle string) bool {
+func (m csiVolumes) claimedByAPod(driver, handle string) bool {
 	m.mu.Lock()
 	pods := make([]*podVolumes, 0, len(m.pods))
 	for _, pv := range m.pods {

@@ -288,7 +288,7 @@ func TestAttachableCSIVolumeIsInUseBeforeItIsMounted(t *testing.T) {
 // TestCSIPathsAreTheKubelets pins the on-disk names a takeover depends on.
 func TestCSIPathsAreTheKubelets(t *testing.T) {
 	m := &Manager{RootDir: "/var/lib/kubelet"}
-	got, err := m.stagingPath("hostpath.csi.k8s.io", "vol-1")
+	got, err := m.csiv().stagingPath("hostpath.csi.k8s.io", "vol-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestCSIVolumeTornDownLastUserUnstages(t *testing.T) {
 	if err := env.m.TearDown(ctx, b.UID); err != nil {
 		t.Fatal(err)
 	}
-	staging, _ := env.m.stagingPath(testDriver, "vol-1")
+	staging, _ := env.m.csiv().stagingPath(testDriver, "vol-1")
 	if got := env.csi.callsWith("unstage"); len(got) != 1 || got[0] != "unstage vol-1 "+staging {
 		t.Fatalf("unstage calls %v", got)
 	}
@@ -473,7 +473,7 @@ func TestStagedVolumeLeftBehindIsUnstaged(t *testing.T) {
 	if err := restarted.CleanUpStaged(ctx); err != nil {
 		t.Fatal(err)
 	}
-	staging, _ := restarted.stagingPath(testDriver, "vol-1")
+	staging, _ := restarted.csiv().stagingPath(testDriver, "vol-1")
 	if got := env.csi.callsWith("unstage"); len(got) != 1 || got[0] != "unstage vol-1 "+staging {
 		t.Fatalf("unstage calls %v", got)
 	}

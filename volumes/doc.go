@@ -6,6 +6,10 @@
 // (bind-mounted safely under the pod's volume-subpaths directory), mount propagation and recursive
 // read-only mounts.
 //
+// The Manager holds the pods' volume state; each kind of volume is a type of its own over it (groups.go):
+// sourceVolumes (emptyDir, ConfigMap, Secret, downward API, projected, tokens), claimVolumes (claims, local
+// and hostPath persistent volumes, node expansion), csiVolumes, blockVolumes and subPaths.
+//
 // # Claims
 //
 // A claim (a persistentVolumeClaim volume's, or the claim <pod>-<volume> of a generic ephemeral volume,

@@ -20,7 +20,7 @@ const (
 // (size: the smallest of sizeLimit, the pod's memory limit and the node's allocatable memory). It
 // lives as long as the pod, so containers restarting find their data. fsGroup ownership is applied
 // when it is created.
-func (m *Manager) setUpEmptyDir(pod *corev1.Pod, name string, src *corev1.EmptyDirVolumeSource) error {
+func (m sourceVolumes) setUpEmptyDir(pod *corev1.Pod, name string, src *corev1.EmptyDirVolumeSource) error {
 	dir, err := m.volumeDir(pod.UID, pluginEmptyDir, name)
 	if err != nil {
 		return err
@@ -30,7 +30,7 @@ func (m *Manager) setUpEmptyDir(pod *corev1.Pod, name string, src *corev1.EmptyD
 	case corev1.StorageMediumDefault:
 		created, err = ensureDir(dir, emptyDirMode(src))
 	case corev1.StorageMediumMemory:
-		created, err = m.ensureTmpfs(dir, m.memorySize(pod, src.SizeLimit))
+		created, err = m.srcv().ensureTmpfs(dir, m.srcv().memorySize(pod, src.SizeLimit))
 	default:
 		return fmt.Errorf("emptyDir medium %q is not supported", src.Medium)
 	}
@@ -72,7 +72,7 @@ func ensureDir(dir string, perm os.FileMode) (bool, error) {
 }
 
 // ensureTmpfs makes dir a tmpfs mount point unless it is one, and says whether it mounted it.
-func (m *Manager) ensureTmpfs(dir string, size int64) (bool, error) {
+func (m sourceVolumes) ensureTmpfs(dir string, size int64) (bool, error) {
 	if _, err := ensureDir(dir, emptyDirPerm); err != nil {
 		return false, err
 	}
@@ -89,7 +89,7 @@ func (m *Manager) ensureTmpfs(dir string, size int64) (bool, error) {
 // memorySize is the size of a memory-backed volume, as the kubelet computes it: the node's allocatable
 // memory, lowered to the pod's memory limit and then to sizeLimit when those are positive and smaller.
 // 0 means no size option (the kernel's default, half of RAM).
-func (m *Manager) memorySize(pod *corev1.Pod, sizeLimit *resource.Quantity) int64 {
+func (m sourceVolumes) memorySize(pod *corev1.Pod, sizeLimit *resource.Quantity) int64 {
 	size := int64(0)
 	if q, ok := m.allocatable()[corev1.ResourceMemory]; ok {
 		size = q.Value()

@@ -39,7 +39,7 @@ func TestMemoryBackedEmptyDirSize(t *testing.T) {
 				q := resource.MustParse(tc.sizeLimit)
 				size = &q
 			}
-			if got := m.memorySize(&corev1.Pod{Spec: tc.pod}, size); got != tc.want {
+			if got := m.srcv().memorySize(&corev1.Pod{Spec: tc.pod}, size); got != tc.want {
 				t.Errorf("size %d MiB, want %d MiB", got>>20, tc.want>>20)
 			}
 		})

@@ -31,7 +31,7 @@ var resizeConditions = map[corev1.PersistentVolumeClaimConditionType]bool{
 // is recorded on the pod and the claim. A failure is written on the claim (NodeResizeError, or
 // NodeResizeInfeasible for a final one) and retried at a later sync. A claim or volume that cannot be
 // read now is left for a later sync.
-func (m *Manager) expandInUse(ctx context.Context, pod *corev1.Pod, cv *claimedVolume) {
+func (m claimVolumes) expandInUse(ctx context.Context, pod *corev1.Pod, cv *claimedVolume) {
 	src := cv.pv.Spec.CSI
 	if src == nil || cv.readOnly || m.ClaimStatus == nil {
 		return
@@ -59,15 +59,15 @@ func (m *Manager) expandInUse(ctx context.Context, pod *corev1.Pod, cv *claimedV
 		newSize = allocated
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("pvc", pvc.Namespace+"/"+pvc.Name, "volume", pv.Name)
-	if err := m.nodeExpand(ctx, pod, cv, pvc, pv, newSize); err != nil {
+	if err := m.claimv().nodeExpand(ctx, pod, cv, pvc, pv, newSize); err != nil {
 		log.Error(err, "MountVolume.NodeExpandVolume failed")
 	}
 }
 
-func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claimedVolume, pvc *corev1.PersistentVolumeClaim,
+func (m claimVolumes) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claimedVolume, pvc *corev1.PersistentVolumeClaim,
 	pv *corev1.PersistentVolume, newSize resource.Quantity) error {
 	src := pv.Spec.CSI
-	client, err := m.csiClient(src.Driver)
+	client, err := m.csiv().csiClient(src.Driver)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claimedVo
 	if err := m.ClaimStatus.PatchClaimStatus(ctx, pvc, inProgress); err != nil {
 		return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion in progress: %w", err)
 	}
-	req, err := m.expandRequest(ctx, pod, pv, newSize)
+	req, err := m.claimv().expandRequest(ctx, pod, pv, newSize)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claimedVo
 		if finalExpansionError(err) {
 			cv.expansionFailedFinal = true
 		}
-		return m.markExpansionFailed(ctx, inProgress, err, infeasibleOnFailure)
+		return m.claimv().markExpansionFailed(ctx, inProgress, err, infeasibleOnFailure)
 	}
 	cv.expansionFailedFinal = false
 	msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", pv.Name, m.NodeName)
@@ -118,28 +118,28 @@ func (m *Manager) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claimedVo
 // expandRequest is the NodeExpandVolume call for the volume published in the pod (and staged on the node), as
 // the kubelet's: a filesystem volume by its pod mount path and global mount, a block volume by its published
 // device file and block staging path, with a block capability.
-func (m *Manager) expandRequest(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, newSize resource.Quantity) (*csipb.NodeExpandVolumeRequest, error) {
+func (m claimVolumes) expandRequest(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, newSize resource.Quantity) (*csipb.NodeExpandVolumeRequest, error) {
 	src := pv.Spec.CSI
 	cv := &claimedVolume{pv: pv}
 	v := csiFromPersistent(cv)
-	secrets, err := m.csiSecrets(ctx, src.NodeExpandSecretRef)
+	secrets, err := m.csiv().csiSecrets(ctx, src.NodeExpandSecretRef)
 	if err != nil {
 		return nil, err
 	}
 	req := &csipb.NodeExpandVolumeRequest{VolumeId: src.VolumeHandle, Secrets: secrets,
 		CapacityRange: &csipb.CapacityRange{RequiredBytes: newSize.Value()}}
 	if cv.isBlock() {
-		p, err := m.csiBlockPaths(pod.UID, pv.Name)
+		p, err := m.blockv().csiBlockPaths(pod.UID, pv.Name)
 		if err != nil {
 			return nil, err
 		}
 		req.VolumePath, req.StagingTargetPath, req.VolumeCapability = p.publish, p.staging, v.blockCapability(nil)
 		return req, nil
 	}
-	if req.VolumePath, err = m.persistentPath(pod.UID, cv); err != nil {
+	if req.VolumePath, err = m.claimv().persistentPath(pod.UID, cv); err != nil {
 		return nil, err
 	}
-	if req.StagingTargetPath, err = m.stagingPath(src.Driver, src.VolumeHandle); err != nil {
+	if req.StagingTargetPath, err = m.csiv().stagingPath(src.Driver, src.VolumeHandle); err != nil {
 		return nil, err
 	}
 	req.VolumeCapability = v.capability(nil, pod)
@@ -151,7 +151,7 @@ func (m *Manager) expandRequest(ctx context.Context, pod *corev1.Pod, pv *corev1
 // possibly going on (a timeout, Unavailable...) is retried quietly; an invalid, out-of-range or unknown volume
 // (or any final failure when infeasible is set) is NodeResizeInfeasible; any other final error a
 // NodeResizeError condition.
-func (m *Manager) markExpansionFailed(ctx context.Context, pvc *corev1.PersistentVolumeClaim, cause error, infeasible bool) error {
+func (m claimVolumes) markExpansionFailed(ctx context.Context, pvc *corev1.PersistentVolumeClaim, cause error, infeasible bool) error {
 	code := status.Code(cause)
 	if !finalExpansionError(cause) {
 		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", cause) //nolint:staticcheck // the kubelet's message

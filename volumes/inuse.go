@@ -107,7 +107,7 @@ func (m *Manager) publishedOnDisk() []corev1.UniqueVolumeName {
 		return nil
 	}
 	// Block volumes: their data directory, while a pod still maps them.
-	blocks, _ := filepath.Glob(filepath.Join(m.csiBlockDir(), "*", blockDataDir))
+	blocks, _ := filepath.Glob(filepath.Join(m.blockv().csiBlockDir(), "*", blockDataDir))
 	for _, b := range blocks {
 		if maps, _ := os.ReadDir(filepath.Join(filepath.Dir(b), blockDevDir)); len(maps) > 0 {
 			dirs = append(dirs, b)
@@ -121,7 +121,7 @@ func (m *Manager) publishedOnDisk() []corev1.UniqueVolumeName {
 		if err != nil || data["volumeLifecycleMode"] == csiModeEphemeral {
 			continue
 		}
-		info, err := m.driverInfo(ctx, data["driverName"])
+		info, err := m.csiv().driverInfo(ctx, data["driverName"])
 		if err == nil && !info.attachRequired {
 			continue
 		}

@@ -191,7 +191,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	}
 	ready := allDone(pod.Spec.Volumes, pv.done)
 	pv.ready.Store(ready)
-	if err := m.checkAttachLimit(ctx, pod, pv, ready); err != nil {
+	if err := m.csiv().checkAttachLimit(ctx, pod, pv, ready); err != nil {
 		errs = append(errs, err)
 	}
 	seen := maps.Clone(pv.claims)
@@ -216,25 +216,25 @@ func (m *Manager) Ready(uid types.UID) bool {
 func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pv *podVolumes) error {
 	switch src := &vol.VolumeSource; {
 	case src.EmptyDir != nil:
-		return m.setUpEmptyDir(pod, vol.Name, src.EmptyDir)
+		return m.srcv().setUpEmptyDir(pod, vol.Name, src.EmptyDir)
 	case src.HostPath != nil:
 		return checkHostPath(src.HostPath)
 	case src.ConfigMap != nil:
-		return m.setUpConfigMap(ctx, pod, vol.Name, src.ConfigMap)
+		return m.srcv().setUpConfigMap(ctx, pod, vol.Name, src.ConfigMap)
 	case src.Secret != nil:
-		return m.setUpSecret(ctx, pod, vol.Name, src.Secret)
+		return m.srcv().setUpSecret(ctx, pod, vol.Name, src.Secret)
 	case src.DownwardAPI != nil:
-		return m.setUpDownwardAPI(pod, vol.Name, src.DownwardAPI)
+		return m.srcv().setUpDownwardAPI(pod, vol.Name, src.DownwardAPI)
 	case src.Projected != nil:
-		return m.setUpProjected(ctx, pod, vol.Name, src.Projected, pv)
+		return m.srcv().setUpProjected(ctx, pod, vol.Name, src.Projected, pv)
 	case src.PersistentVolumeClaim != nil, src.Ephemeral != nil:
-		return m.setUpClaim(ctx, pod, vol, pv)
+		return m.claimv().setUpClaim(ctx, pod, vol, pv)
 	case src.CSI != nil:
-		return m.setUpCSI(ctx, pod, csiFromInline(pod, vol), pv)
+		return m.csiv().setUpCSI(ctx, pod, csiFromInline(pod, vol), pv)
 	case src.Image != nil:
 		return nil // the runtime mounts the image; the pod's sync pulls it
 	case isEmptySource(src):
-		return m.setUpEmptyDir(pod, vol.Name, &corev1.EmptyDirVolumeSource{})
+		return m.srcv().setUpEmptyDir(pod, vol.Name, &corev1.EmptyDirVolumeSource{})
 	default:
 		return fmt.Errorf("%w %q", ErrUnsupportedVolume, sourceKind(src))
 	}

@@ -55,7 +55,7 @@ func (m *Manager) mount(pod *corev1.Pod, pv *podVolumes, c *corev1.Container, in
 		return nil, err
 	}
 	if subPath != "" {
-		if hostPath, err = m.prepareSubPath(pod, c.Name, index, vol.Name, hostPath, subPath); err != nil {
+		if hostPath, err = m.subp().prepareSubPath(pod, c.Name, index, vol.Name, hostPath, subPath); err != nil {
 			return nil, err
 		}
 	}
@@ -108,7 +108,7 @@ func (m *Manager) volumePath(pod *corev1.Pod, pv *podVolumes, vol *corev1.Volume
 		if cv == nil {
 			return "", false, fmt.Errorf("volume %q: its claim is not set up", vol.Name)
 		}
-		path, err := m.persistentPath(pod.UID, cv)
+		path, err := m.claimv().persistentPath(pod.UID, cv)
 		return path, cv.readOnly, err
 	}
 	if src.CSI != nil {

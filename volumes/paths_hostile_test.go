@@ -38,11 +38,11 @@ func TestPathBuildersRefuseHostileIdentifiers(t *testing.T) {
 			refused(t, "volumeDir with a hostile UID", p, err)
 			p, err = m.volumeDir("uid-1", pluginEmptyDir, v)
 			refused(t, "volumeDir with a hostile volume name", p, err)
-			p, err = m.subPathDir(types.UID(v), "scratch", "c", 0)
+			p, err = m.subp().subPathDir(types.UID(v), "scratch", "c", 0)
 			refused(t, "subPathDir with a hostile UID", p, err)
-			p, err = m.subPathDir("uid-1", v, "c", 0)
+			p, err = m.subp().subPathDir("uid-1", v, "c", 0)
 			refused(t, "subPathDir with a hostile volume name", p, err)
-			p, err = m.subPathDir("uid-1", "scratch", v, 0)
+			p, err = m.subp().subPathDir("uid-1", "scratch", v, 0)
 			refused(t, "subPathDir with a hostile container name", p, err)
 
 			emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}

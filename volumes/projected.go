@@ -17,12 +17,12 @@ var (
 
 // setUpProjected gathers the sources of a projected volume into one payload and writes it; a source
 // that fails fails the volume (its message lists every failed source).
-func (m *Manager) setUpProjected(ctx context.Context, pod *corev1.Pod, name string, src *corev1.ProjectedVolumeSource, pv *podVolumes) error {
+func (m sourceVolumes) setUpProjected(ctx context.Context, pod *corev1.Pod, name string, src *corev1.ProjectedVolumeSource, pv *podVolumes) error {
 	defaultMode := modeOr(src.DefaultMode)
 	payload := map[string]fileProjection{}
 	var errs []error
 	for i := range src.Sources {
-		part, err := m.projection(ctx, pod, &src.Sources[i], defaultMode, pv)
+		part, err := m.srcv().projection(ctx, pod, &src.Sources[i], defaultMode, pv)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -32,19 +32,19 @@ func (m *Manager) setUpProjected(ctx context.Context, pod *corev1.Pod, name stri
 	if len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
 	}
-	return m.writeVolume(pod, name, projectionVolume, payload)
+	return m.srcv().writeVolume(pod, name, projectionVolume, payload)
 }
 
-func (m *Manager) projection(ctx context.Context, pod *corev1.Pod, p *corev1.VolumeProjection, defaultMode int32, pv *podVolumes) (map[string]fileProjection, error) {
+func (m sourceVolumes) projection(ctx context.Context, pod *corev1.Pod, p *corev1.VolumeProjection, defaultMode int32, pv *podVolumes) (map[string]fileProjection, error) {
 	switch {
 	case p.Secret != nil:
-		return m.secretPayload(ctx, pod.Namespace, p.Secret.Name, p.Secret.Items, p.Secret.Optional, defaultMode)
+		return m.srcv().secretPayload(ctx, pod.Namespace, p.Secret.Name, p.Secret.Items, p.Secret.Optional, defaultMode)
 	case p.ConfigMap != nil:
-		return m.configMapPayload(ctx, pod.Namespace, p.ConfigMap.Name, p.ConfigMap.Items, p.ConfigMap.Optional, defaultMode)
+		return m.srcv().configMapPayload(ctx, pod.Namespace, p.ConfigMap.Name, p.ConfigMap.Items, p.ConfigMap.Optional, defaultMode)
 	case p.DownwardAPI != nil:
 		return downwardAPIPayload(pod, p.DownwardAPI.Items, defaultMode, m.allocatable())
 	case p.ServiceAccountToken != nil:
-		return m.tokenPayload(ctx, pod, p.ServiceAccountToken, defaultMode, pv)
+		return m.srcv().tokenPayload(ctx, pod, p.ServiceAccountToken, defaultMode, pv)
 	case p.ClusterTrustBundle != nil:
 		return nil, errClusterTrustBundle
 	case p.PodCertificate != nil:

@@ -28,40 +28,40 @@ var (
 	projectionVolume  = projectedVolume{plugin: pluginProjected, tmpfs: true}
 )
 
-func (m *Manager) setUpConfigMap(ctx context.Context, pod *corev1.Pod, name string, src *corev1.ConfigMapVolumeSource) error {
-	payload, err := m.configMapPayload(ctx, pod.Namespace, src.Name, src.Items, src.Optional, modeOr(src.DefaultMode))
+func (m sourceVolumes) setUpConfigMap(ctx context.Context, pod *corev1.Pod, name string, src *corev1.ConfigMapVolumeSource) error {
+	payload, err := m.srcv().configMapPayload(ctx, pod.Namespace, src.Name, src.Items, src.Optional, modeOr(src.DefaultMode))
 	if err != nil {
 		return err
 	}
-	return m.writeVolume(pod, name, configMapVolume, payload)
+	return m.srcv().writeVolume(pod, name, configMapVolume, payload)
 }
 
-func (m *Manager) setUpSecret(ctx context.Context, pod *corev1.Pod, name string, src *corev1.SecretVolumeSource) error {
-	payload, err := m.secretPayload(ctx, pod.Namespace, src.SecretName, src.Items, src.Optional, modeOr(src.DefaultMode))
+func (m sourceVolumes) setUpSecret(ctx context.Context, pod *corev1.Pod, name string, src *corev1.SecretVolumeSource) error {
+	payload, err := m.srcv().secretPayload(ctx, pod.Namespace, src.SecretName, src.Items, src.Optional, modeOr(src.DefaultMode))
 	if err != nil {
 		return err
 	}
-	return m.writeVolume(pod, name, secretVolume, payload)
+	return m.srcv().writeVolume(pod, name, secretVolume, payload)
 }
 
-func (m *Manager) setUpDownwardAPI(pod *corev1.Pod, name string, src *corev1.DownwardAPIVolumeSource) error {
+func (m sourceVolumes) setUpDownwardAPI(pod *corev1.Pod, name string, src *corev1.DownwardAPIVolumeSource) error {
 	payload, err := downwardAPIPayload(pod, src.Items, modeOr(src.DefaultMode), m.allocatable())
 	if err != nil {
 		return err
 	}
-	return m.writeVolume(pod, name, downwardAPIVolume, payload)
+	return m.srcv().writeVolume(pod, name, downwardAPIVolume, payload)
 }
 
 // writeVolume prepares the volume's directory (on tmpfs if asked), the mount points of volumes nested
 // beneath it in a container, and writes the payload atomically; fsGroup ownership is applied to what
 // is written, before it is published.
-func (m *Manager) writeVolume(pod *corev1.Pod, name string, kind projectedVolume, payload map[string]fileProjection) error {
+func (m sourceVolumes) writeVolume(pod *corev1.Pod, name string, kind projectedVolume, payload map[string]fileProjection) error {
 	dir, err := m.volumeDir(pod.UID, kind.plugin, name)
 	if err != nil {
 		return err
 	}
 	if kind.tmpfs {
-		_, err = m.ensureTmpfs(dir, m.memorySize(pod, nil))
+		_, err = m.srcv().ensureTmpfs(dir, m.srcv().memorySize(pod, nil))
 	} else {
 		_, err = ensureDir(dir, emptyDirPerm)
 	}
@@ -98,7 +98,7 @@ func modeOr(mode *int32) int32 {
 // configMapPayload fetches the ConfigMap and maps its keys to files: every key (data and binaryData)
 // with defaultMode, or only the listed items with their path and mode. A missing optional ConfigMap
 // or key gives no file; a missing required one is an error.
-func (m *Manager) configMapPayload(ctx context.Context, namespace, name string, items []corev1.KeyToPath, optional *bool, defaultMode int32) (map[string]fileProjection, error) {
+func (m sourceVolumes) configMapPayload(ctx context.Context, namespace, name string, items []corev1.KeyToPath, optional *bool, defaultMode int32) (map[string]fileProjection, error) {
 	cm, err := m.Objects.GetConfigMap(ctx, namespace, name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) || !isTrue(optional) {
@@ -117,7 +117,7 @@ func (m *Manager) configMapPayload(ctx context.Context, namespace, name string, 
 }
 
 // secretPayload is configMapPayload for a Secret.
-func (m *Manager) secretPayload(ctx context.Context, namespace, name string, items []corev1.KeyToPath, optional *bool, defaultMode int32) (map[string]fileProjection, error) {
+func (m sourceVolumes) secretPayload(ctx context.Context, namespace, name string, items []corev1.KeyToPath, optional *bool, defaultMode int32) (map[string]fileProjection, error) {
 	secret, err := m.Objects.GetSecret(ctx, namespace, name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) || !isTrue(optional) {

@@ -93,7 +93,7 @@ func (m *Manager) measure(uid types.UID, now time.Time) []statsapi.VolumeStats {
 			out = append(out, statsapi.VolumeStats{Name: e.Name(), FsStats: st})
 		}
 	}
-	return append(out, m.claimStats(uid, now)...)
+	return append(out, m.claimv().claimStats(uid, now)...)
 }
 
 // diskUsage is what a directory tree takes on disk, as du measures it: allocated blocks, and inodes

@@ -20,7 +20,7 @@ const subPathsDirName = "volume-subpaths"
 
 // subPathDir is where a container's subPath mount of a volume is bind-mounted:
 // <pod dir>/volume-subpaths/<volume name>/<container name>/<index>.
-func (m *Manager) subPathDir(uid types.UID, volume, container string, index int) (string, error) {
+func (m subPaths) subPathDir(uid types.UID, volume, container string, index int) (string, error) {
 	dir, err := m.podDir(uid)
 	if err != nil {
 		return "", err
@@ -52,7 +52,7 @@ func (e *subPathError) Unwrap() error { return e.cause }
 // then the subPath is opened one path element at a time without following symlinks, inside the volume
 // (symlinks are resolved first and must stay inside it), and the opened file is bind-mounted at
 // <pod>/volume-subpaths/<volume>/<container>/<index>, which is what the runtime mounts.
-func (m *Manager) prepareSubPath(pod *corev1.Pod, container string, index int, volume, volPath, subPath string) (string, error) {
+func (m subPaths) prepareSubPath(pod *corev1.Pod, container string, index int, volume, volPath, subPath string) (string, error) {
 	if !exists(filepath.Join(volPath, subPath)) {
 		if err := safeMakeDir(volPath, subPath); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", &subPathError{
@@ -61,11 +61,11 @@ func (m *Manager) prepareSubPath(pod *corev1.Pod, container string, index int, v
 			}
 		}
 	}
-	target, err := m.subPathDir(pod.UID, volume, container, index)
+	target, err := m.subp().subPathDir(pod.UID, volume, container, index)
 	if err != nil {
 		return "", err
 	}
-	if err := m.bindSubPath(volPath, filepath.Join(volPath, subPath), target); err != nil {
+	if err := m.subp().bindSubPath(volPath, filepath.Join(volPath, subPath), target); err != nil {
 		return "", &subPathError{
 			msg:   fmt.Sprintf("failed to prepare subPath for volumeMount %q of container %q", volume, container),
 			cause: err,
@@ -75,7 +75,7 @@ func (m *Manager) prepareSubPath(pod *corev1.Pod, container string, index int, v
 }
 
 // bindSubPath bind-mounts path, which must be inside volPath once symlinks are resolved, at target.
-func (m *Manager) bindSubPath(volPath, path, target string) error {
+func (m subPaths) bindSubPath(volPath, path, target string) error {
 	base, err := filepath.EvalSymlinks(volPath)
 	if err != nil {
 		return fmt.Errorf("error resolving symlinks in %q: %w", volPath, err)
@@ -92,7 +92,7 @@ func (m *Manager) bindSubPath(volPath, path, target string) error {
 		return fmt.Errorf("error opening subpath %v: %w", real, err)
 	}
 	defer func() { _ = unix.Close(fd) }()
-	done, err := m.prepareBindTarget(real, target)
+	done, err := m.subp().prepareBindTarget(real, target)
 	if err != nil || done {
 		return err
 	}
@@ -108,7 +108,7 @@ func (m *Manager) bindSubPath(volPath, path, target string) error {
 // prepareBindTarget creates the bind target (a directory or an empty file, like the source), or says
 // it is already bind-mounted from source. A target mounted from something else (the volume's content
 // changed) is unmounted first.
-func (m *Manager) prepareBindTarget(source, target string) (bool, error) {
+func (m subPaths) prepareBindTarget(source, target string) (bool, error) {
 	mounted, err := m.mounter().IsMountPoint(target)
 	if err != nil {
 		return false, err

@@ -44,16 +44,16 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	// CSI volumes through their drivers, before anything is unmounted under them.
-	if err := m.tearDownBlock(ctx, uid, podDir); err != nil {
+	if err := m.blockv().tearDownBlock(ctx, uid, podDir); err != nil {
 		return err
 	}
-	if err := m.tearDownCSI(ctx, uid, podDir); err != nil {
+	if err := m.csiv().tearDownCSI(ctx, uid, podDir); err != nil {
 		return err
 	}
 	if err := m.removeMounted(filepath.Join(podDir, "volumes"), "*/*"); err != nil {
 		return err
 	}
-	if err := m.unmountLocalDevices(); err != nil {
+	if err := m.claimv().unmountLocalDevices(); err != nil {
 		return err
 	}
 	m.forget(uid)

@@ -20,7 +20,7 @@ const (
 
 // tokenPayload is the file of a serviceAccountToken projection: a token for the pod's service account,
 // bound to the pod, from the TokenRequest API, requested again when due.
-func (m *Manager) tokenPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, defaultMode int32, pv *podVolumes) (map[string]fileProjection, error) {
+func (m sourceVolumes) tokenPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, defaultMode int32, pv *podVolumes) (map[string]fileProjection, error) {
 	exp := defaultTokenExpirationSeconds
 	if src.ExpirationSeconds != nil {
 		exp = *src.ExpirationSeconds
@@ -40,7 +40,7 @@ func (m *Manager) tokenPayload(ctx context.Context, pod *corev1.Pod, src *corev1
 	if src.Audience != "" {
 		req.Spec.Audiences = []string{src.Audience}
 	}
-	tr, err := m.token(ctx, pod.Namespace, serviceAccountName(pod), req, pv)
+	tr, err := m.srcv().token(ctx, pod.Namespace, serviceAccountName(pod), req, pv)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func serviceAccountName(pod *corev1.Pod) string {
 
 // token returns the pod's cached token for the request, or a new one when the cached one is due for a
 // refresh (the kubelet's token manager). When a refresh fails, the old token is used while it is valid.
-func (m *Manager) token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest, pv *podVolumes) (*authenticationv1.TokenRequest, error) {
+func (m sourceVolumes) token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest, pv *podVolumes) (*authenticationv1.TokenRequest, error) {
 	key := tokenKey(sa, req)
 	cached, ok := pv.tokens[key]
 	now := m.clock().Now()
