@@ -15,7 +15,7 @@ import (
 )
 
 // readLogs writes the target's log to out as opts say. Reaching limitBytes is a normal end.
-func (s *Server) readLogs(ctx context.Context, t logTarget, opts logOptions, out io.Writer) error {
+func (s logHandlers) readLogs(ctx context.Context, t logTarget, opts logOptions, out io.Writer) error {
 	f, err := openAtTail(t.path, opts.tail)
 	if err != nil {
 		return fmt.Errorf("failed to open log file %q: %w", t.path, err)
@@ -56,8 +56,8 @@ type follower struct {
 	partial []byte
 }
 
-func (s *Server) follow(ctx context.Context, t logTarget, f *os.File, w *logWriter) error {
-	fl := &follower{s: s, t: t, w: w, f: f, r: bufio.NewReader(f)}
+func (s logHandlers) follow(ctx context.Context, t logTarget, f *os.File, w *logWriter) error {
+	fl := &follower{s: s.Server, t: t, w: w, f: f, r: bufio.NewReader(f)}
 	defer func() { _ = fl.f.Close() }()
 	wk := s.newWaker(ctx, filepath.Dir(t.path))
 	defer wk.stop()
@@ -130,7 +130,7 @@ type waker struct {
 	ticker  clock.Ticker
 }
 
-func (s *Server) newWaker(ctx context.Context, dir string) *waker {
+func (s logHandlers) newWaker(ctx context.Context, dir string) *waker {
 	wk := &waker{ticker: s.opts.Clock.NewTicker(followPollPeriod)}
 	w, err := fsnotify.NewWatcher()
 	if err == nil {

@@ -23,7 +23,7 @@ import (
 // containerLogs serves /containerLogs/{namespace}/{pod}/{container} from the container's CRI log file, with
 // the kubelet's PodLogOptions: follow, tailLines (or tail), timestamps, sinceSeconds, sinceTime, limitBytes,
 // previous and stream.
-func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
+func (s logHandlers) containerLogs(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	opts, previous, err := parseLogOptions(r.URL.Query(), s.opts.Clock.Now())
 	if err != nil {
@@ -161,7 +161,7 @@ type logTarget struct {
 // logTarget picks the container attempt as the kubelet does (previous: the last terminated attempt).
 // Only the runtime's attempts of this pod's container (by pod UID and container name) can be picked: the
 // pod's status, which anyone who may write pods/status controls, only says which of them to read.
-func (s *Server) logTarget(ctx context.Context, namespace, podName, container string, previous bool) (logTarget, error) {
+func (s logHandlers) logTarget(ctx context.Context, namespace, podName, container string, previous bool) (logTarget, error) {
 	pod, err := s.findPod(ctx, namespace, podName, "")
 	if err != nil {
 		return logTarget{}, err
@@ -259,7 +259,7 @@ func trimRuntime(id string) string {
 }
 
 // logPath is the log file of the container with that ID, which must be one of pod's attempts.
-func (s *Server) logPath(ctx context.Context, pod *corev1.Pod, id string) (string, error) {
+func (s logHandlers) logPath(ctx context.Context, pod *corev1.Pod, id string) (string, error) {
 	resp, err := s.opts.Runtime.ContainerStatus(ctx, id, false)
 	if err != nil {
 		return "", fmt.Errorf("container status of %s: %w", id, err)
@@ -296,7 +296,7 @@ func containerLogFile(podLogsDir string, pod *corev1.Pod, st *runtimeapi.Contain
 
 // containerRunning tells whether the container still runs (and may write more); an unreachable runtime
 // counts as running, as containers outlive it.
-func (s *Server) containerRunning(ctx context.Context, id string) (bool, error) {
+func (s logHandlers) containerRunning(ctx context.Context, id string) (bool, error) {
 	resp, err := s.opts.Runtime.ContainerStatus(ctx, id, false)
 	switch {
 	case errors.Is(err, runtime.ErrUnavailable):

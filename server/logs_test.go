@@ -152,7 +152,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 	resp, lines := le.follow(t, "/containerLogs/default/web/app?follow=true&tailLines=1")
 	defer func() { _ = resp.Body.Close() }()
 	lines.expect(t, "line four")
-	le.s.rotateOnce(context.Background())
+	le.s.rot().rotateOnce(context.Background())
 	if got := le.rt.reopenedIDs(); len(got) != 1 || got[0] != "c2" {
 		t.Fatalf("ReopenContainerLog calls: %v, want [c2]", got)
 	}

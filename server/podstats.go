@@ -26,7 +26,7 @@ type runtimeView struct {
 
 // podSummaries are the figures of the pods with a ready sandbox, from CRI stats: the pod's own cgroup
 // figures where the runtime gives sandbox stats, else the sum of its containers'.
-func (s *Server) podSummaries(ctx context.Context, cpuAndMemoryOnly bool) ([]statsapi.PodStats, error) {
+func (s statsHandlers) podSummaries(ctx context.Context, cpuAndMemoryOnly bool) ([]statsapi.PodStats, error) {
 	v, err := s.readRuntime(ctx)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (s *Server) podSummaries(ctx context.Context, cpuAndMemoryOnly bool) ([]sta
 
 // podSpecs are the node's pods by UID, for the volumes their ephemeral storage counts (none when they
 // cannot be listed: the ephemeral storage is then the containers' alone).
-func (s *Server) podSpecs(ctx context.Context) map[types.UID]*corev1.Pod {
+func (s statsHandlers) podSpecs(ctx context.Context) map[types.UID]*corev1.Pod {
 	if s.opts.Pods == nil {
 		return nil
 	}
@@ -61,7 +61,7 @@ func (s *Server) podSpecs(ctx context.Context) map[types.UID]*corev1.Pod {
 	return out
 }
 
-func (s *Server) readRuntime(ctx context.Context) (*runtimeView, error) {
+func (s statsHandlers) readRuntime(ctx context.Context) (*runtimeView, error) {
 	rt := s.opts.Runtime
 	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
@@ -93,7 +93,7 @@ func (s *Server) readRuntime(ctx context.Context) (*runtimeView, error) {
 }
 
 // sandboxStats are the pods' cgroup figures, where the runtime implements ListPodSandboxStats.
-func (s *Server) sandboxStats(ctx context.Context) map[string]*runtimeapi.LinuxPodSandboxStats {
+func (s statsHandlers) sandboxStats(ctx context.Context) map[string]*runtimeapi.LinuxPodSandboxStats {
 	out := map[string]*runtimeapi.LinuxPodSandboxStats{}
 	st, err := s.opts.Runtime.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *Server) sandboxStats(ctx context.Context) map[string]*runtimeapi.LinuxP
 }
 
 // podStats are one pod's figures; spec, when known, says which of its volumes are local ephemeral storage.
-func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemoryOnly bool, spec *corev1.Pod) statsapi.PodStats {
+func (s statsHandlers) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemoryOnly bool, spec *corev1.Pod) statsapi.PodStats {
 	md := sb.GetMetadata()
 	ps := statsapi.PodStats{
 		PodRef:     statsapi.PodReference{Name: md.GetName(), Namespace: md.GetNamespace(), UID: md.GetUid()},
@@ -146,7 +146,7 @@ func (s *Server) podStats(sb *runtimeapi.PodSandbox, v *runtimeView, cpuAndMemor
 	return ps
 }
 
-func (s *Server) containerStats(pod *runtimeapi.PodSandboxMetadata, cst *runtimeapi.ContainerStats, c *runtimeapi.Container, cpuAndMemoryOnly bool) statsapi.ContainerStats {
+func (s statsHandlers) containerStats(pod *runtimeapi.PodSandboxMetadata, cst *runtimeapi.ContainerStats, c *runtimeapi.Container, cpuAndMemoryOnly bool) statsapi.ContainerStats {
 	name := cst.GetAttributes().GetMetadata().GetName()
 	out := statsapi.ContainerStats{
 		Name:      name,

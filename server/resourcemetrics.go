@@ -38,9 +38,9 @@ var (
 
 // resourceMetrics serves /metrics/resource: CPU and memory of the node, pods and containers, with the
 // time of each reading.
-func (s *Server) resourceMetrics(w http.ResponseWriter, r *http.Request) {
+func (s statsHandlers) resourceMetrics(w http.ResponseWriter, r *http.Request) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&resourceCollector{ctx: r.Context(), s: s})
+	reg.MustRegister(&resourceCollector{ctx: r.Context(), s: s.Server})
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
 }
 
@@ -61,7 +61,7 @@ func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 	failed := 0.0
-	sum, err := c.s.summary(c.ctx, true)
+	sum, err := c.s.statsh().summary(c.ctx, true)
 	if err != nil {
 		ctrl.LoggerFrom(c.ctx).Error(err, "Failed to get stats for /metrics/resource")
 		failed = 1

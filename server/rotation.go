@@ -51,7 +51,7 @@ func parseRotationPolicy(size string, files int32) (rotationPolicy, error) {
 }
 
 // rotateLogs rotates every rotationPeriod, the first time one period after the start, until ctx ends.
-func (s *Server) rotateLogs(ctx context.Context) {
+func (s logRotation) rotateLogs(ctx context.Context) {
 	if s.rotation.maxSize <= 0 {
 		return
 	}
@@ -59,7 +59,7 @@ func (s *Server) rotateLogs(ctx context.Context) {
 }
 
 // rotateOnce rotates the log of each running container whose current file reached maxSize.
-func (s *Server) rotateOnce(ctx context.Context) {
+func (s logRotation) rotateOnce(ctx context.Context) {
 	log := ctrl.LoggerFrom(ctx)
 	cs, err := s.opts.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
@@ -75,7 +75,7 @@ func (s *Server) rotateOnce(ctx context.Context) {
 	}
 }
 
-func (s *Server) rotateContainer(ctx context.Context, id string) error {
+func (s logRotation) rotateContainer(ctx context.Context, id string) error {
 	resp, err := s.opts.Runtime.ContainerStatus(ctx, id, false)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (s *Server) rotateContainer(ctx context.Context, id string) error {
 // pruneRotated makes room for one more rotated file: leftovers of interrupted compressions go, the oldest
 // files go until maxFiles-2 rotated ones are left (with the one about to be rotated and the new current
 // file that makes maxFiles), and the ones kept are compressed.
-func (s *Server) pruneRotated(path string) error {
+func (s logRotation) pruneRotated(path string) error {
 	rotated, err := rotatedLogs(path)
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func compressLog(l string) error {
 
 // rotateLatest renames the current file to <path>.<timestamp> and has the runtime reopen (create) path; if
 // the runtime fails, the file is renamed back to be rotated next time. Followers wait for it to finish.
-func (s *Server) rotateLatest(ctx context.Context, id, path string) error {
+func (s logRotation) rotateLatest(ctx context.Context, id, path string) error {
 	rotated := path + "." + s.opts.Clock.Now().Format(rotatedTimeFormat)
 	if _, err := os.Stat(rotated); err == nil {
 		return nil // rotated within this second already: next round

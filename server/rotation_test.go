@@ -48,7 +48,7 @@ func TestRotationKeepsMaxFilesAndReopens(t *testing.T) {
 	writeFile(t, path+".20260101-000002.gz.tmp", []byte("leftover"))
 	writeFile(t, path, bytes.Repeat([]byte("x"), 100))
 
-	e.s.rotateOnce(context.Background())
+	e.s.rot().rotateOnce(context.Background())
 
 	now := e.clock.Now().Format(rotatedTimeFormat)
 	want := []string{"0.log", "0.log.20260101-000002.gz", "0.log." + now}
@@ -69,7 +69,7 @@ func TestRotationKeepsMaxFilesAndReopens(t *testing.T) {
 func TestRotationLeavesSmallLogsAlone(t *testing.T) {
 	e, path := newRotationEnv(t, "1Ki", 5)
 	writeFile(t, path, []byte("small\n"))
-	e.s.rotateOnce(context.Background())
+	e.s.rot().rotateOnce(context.Background())
 	if got := logFiles(t, path); !slices.Equal(got, []string{"0.log"}) || len(e.rt.reopenedIDs()) != 0 {
 		t.Errorf("files %v, reopened %v: a log under containerLogMaxSize must stay", got, e.rt.reopenedIDs())
 	}
@@ -79,7 +79,7 @@ func TestRotationRenamesBackWhenReopenFails(t *testing.T) {
 	e, path := newRotationEnv(t, "10", 5)
 	e.rt.reopen = func(string) error { return errors.New("runtime down") }
 	writeFile(t, path, []byte(strings.Repeat("y", 20)))
-	e.s.rotateOnce(context.Background())
+	e.s.rot().rotateOnce(context.Background())
 	if got := logFiles(t, path); !slices.Equal(got, []string{"0.log"}) {
 		t.Errorf("files %v: the current log must be renamed back when the runtime cannot reopen it", got)
 	}
@@ -92,7 +92,7 @@ func TestRotationRunsEveryTenSeconds(t *testing.T) {
 	writeFile(t, path, []byte(strings.Repeat("z", 20)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { e.s.rotateLogs(ctx); close(done) }()
+	go func() { e.s.rot().rotateLogs(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	waitForTicker(t, e)
 	e.clock.Step(rotationPeriod - time.Second)

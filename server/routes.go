@@ -46,27 +46,27 @@ func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /pods", short(s.pods))
 	mux.Handle("GET /metrics", short(promhttp.HandlerFor(s.opts.Metrics,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
-	mux.Handle("GET /metrics/resource", short(s.resourceMetrics))
+	mux.Handle("GET /metrics/resource", short(s.statsh().resourceMetrics))
 	mux.Handle("GET /metrics/probes", short(promhttp.HandlerFor(s.probeMetrics,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
-	mux.Handle("GET /stats/summary", short(s.statsSummary))
-	mux.Handle("POST /stats/summary", short(s.statsSummary)) // the kubelet routes both methods
+	mux.Handle("GET /stats/summary", short(s.statsh().statsSummary))
+	mux.Handle("POST /stats/summary", short(s.statsh().statsSummary)) // the kubelet routes both methods
 }
 
 // debuggingRoutes are the kubelet's debugging endpoints: logs, exec, attach, port-forward, run, configz.
 func (s *Server) debuggingRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /configz", withTimeout(http.HandlerFunc(s.configz), requestTimeout))
-	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.logh().containerLogs)
 	for _, m := range []string{"GET ", "POST "} {
-		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{container}", s.exec)
-		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{uid}/{container}", s.exec)
-		mux.HandleFunc(m+"/attach/{namespace}/{pod}/{container}", s.attach)
-		mux.HandleFunc(m+"/attach/{namespace}/{pod}/{uid}/{container}", s.attach)
-		mux.HandleFunc(m+"/portForward/{namespace}/{pod}", s.portForward)
-		mux.HandleFunc(m+"/portForward/{namespace}/{pod}/{uid}", s.portForward)
+		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{container}", s.streams().exec)
+		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{uid}/{container}", s.streams().exec)
+		mux.HandleFunc(m+"/attach/{namespace}/{pod}/{container}", s.streams().attach)
+		mux.HandleFunc(m+"/attach/{namespace}/{pod}/{uid}/{container}", s.streams().attach)
+		mux.HandleFunc(m+"/portForward/{namespace}/{pod}", s.streams().portForward)
+		mux.HandleFunc(m+"/portForward/{namespace}/{pod}/{uid}", s.streams().portForward)
 	}
-	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.run)
-	mux.HandleFunc("POST /run/{namespace}/{pod}/{uid}/{container}", s.run)
+	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.streams().run)
+	mux.HandleFunc("POST /run/{namespace}/{pod}/{uid}/{container}", s.streams().run)
 }
 
 // debuggingDisabledPaths are the path prefixes the kubelet refuses when debugging handlers are off.

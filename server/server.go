@@ -234,7 +234,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.profilesContention() {
 		s.setBlockProfileRate(1)
 	}
-	go s.rotateLogs(ctx)
+	go s.rot().rotateLogs(ctx)
 	var serving []<-chan error
 	if s.handler != nil {
 		logCipherSuites(ctx, s.opts.TLSMinVersion, s.opts.TLSCipherSuites)

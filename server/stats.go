@@ -36,7 +36,7 @@ type NodeStats struct {
 }
 
 // statsSummary serves /stats/summary; only_cpu_and_memory=true leaves out filesystems and networks.
-func (s *Server) statsSummary(w http.ResponseWriter, r *http.Request) {
+func (s statsHandlers) statsSummary(w http.ResponseWriter, r *http.Request) {
 	sum, err := s.summary(r.Context(), r.URL.Query().Get("only_cpu_and_memory") == "true")
 	if err != nil {
 		writeError(w, err)
@@ -47,11 +47,11 @@ func (s *Server) statsSummary(w http.ResponseWriter, r *http.Request) {
 
 // Summary is the node's stats summary, as /stats/summary serves it (the eviction manager's signals).
 func (s *Server) Summary(ctx context.Context) (*statsapi.Summary, error) {
-	return s.summary(ctx, false)
+	return s.statsh().summary(ctx, false)
 }
 
 // summary gathers the node's and the running pods' figures.
-func (s *Server) summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsapi.Summary, error) {
+func (s statsHandlers) summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsapi.Summary, error) {
 	node, err := s.nodeSummary(ctx, cpuAndMemoryOnly)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (s *Server) summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsapi.
 	return &statsapi.Summary{Node: node, Pods: pods}, nil
 }
 
-func (s *Server) nodeSummary(ctx context.Context, cpuAndMemoryOnly bool) (statsapi.NodeStats, error) {
+func (s statsHandlers) nodeSummary(ctx context.Context, cpuAndMemoryOnly bool) (statsapi.NodeStats, error) {
 	out := statsapi.NodeStats{NodeName: s.opts.NodeName}
 	if s.opts.NodeStats == nil {
 		return out, nil
@@ -86,7 +86,7 @@ func (s *Server) nodeSummary(ctx context.Context, cpuAndMemoryOnly bool) (statsa
 }
 
 // runtimeFs is the image filesystem (and the containers' one, where the runtime splits them).
-func (s *Server) runtimeFs(ctx context.Context) *statsapi.RuntimeStats {
+func (s statsHandlers) runtimeFs(ctx context.Context) *statsapi.RuntimeStats {
 	resp, err := s.opts.Runtime.ImageFsInfo(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(2).Info("Failed to get the image filesystem", "err", err.Error())

@@ -41,7 +41,7 @@ func parseStreamOptions(q url.Values) (streamOptions, error) {
 }
 
 // exec serves /exec/{namespace}/{pod}[/{uid}]/{container}: the runtime's streaming URL, proxied.
-func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+func (s streamHandlers) exec(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, func(ctx context.Context, id string, o streamOptions) (string, error) {
 		return s.opts.Runtime.Exec(ctx, &runtimeapi.ExecRequest{
 			ContainerId: id, Cmd: r.URL.Query()[corev1.ExecCommandParam],
@@ -51,7 +51,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 }
 
 // attach serves /attach/{namespace}/{pod}[/{uid}]/{container}.
-func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+func (s streamHandlers) attach(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, func(ctx context.Context, id string, o streamOptions) (string, error) {
 		return s.opts.Runtime.Attach(ctx, &runtimeapi.AttachRequest{
 			ContainerId: id, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr,
@@ -63,7 +63,7 @@ type streamFunc func(ctx context.Context, containerID string, o streamOptions) (
 
 // serveStream finds the running container, asks the runtime for a streaming URL and proxies the upgraded
 // connection to it: SPDY as is, a WebSocket (v5 remotecommand) translated to SPDY.
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, open streamFunc) {
+func (s streamHandlers) serveStream(w http.ResponseWriter, r *http.Request, open streamFunc) {
 	o, err := parseStreamOptions(r.URL.Query())
 	if err != nil {
 		writeError(w, err)
@@ -95,7 +95,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, open stream
 }
 
 // portForward serves /portForward/{namespace}/{pod}[/{uid}]: SPDY proxied, a WebSocket tunnel unwrapped.
-func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
+func (s streamHandlers) portForward(w http.ResponseWriter, r *http.Request) {
 	ports, err := parsePorts(r.URL.Query()[corev1.PortHeader])
 	if err != nil {
 		writeError(w, err)
@@ -171,7 +171,7 @@ func (proxyResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
 
 // run serves POST /run/{namespace}/{pod}[/{uid}]/{container}?cmd=...: the command runs to its end and its
 // output (stdout then stderr) is the body; a non-zero exit is a 500 carrying the output.
-func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+func (s streamHandlers) run(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	pod, err := s.findPod(ctx, r.PathValue("namespace"), r.PathValue("pod"), types.UID(r.PathValue("uid")))
 	if err != nil {
