@@ -50,6 +50,9 @@ func TestAllocatableCountIsRefreshedEveryPeriod(t *testing.T) {
 		return n.registered(driverName, "node-1")() && n.registered("other.csi.example.com", "node-1")()
 	})
 
+	// Registration asks NodeGetInfo (again, if a slow first attempt is retried): count from here on.
+	otherAtRegistration := other.callCount("NodeGetInfo")
+
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -74,8 +77,8 @@ func TestAllocatableCountIsRefreshedEveryPeriod(t *testing.T) {
 	if got := w.list(); len(got) == 0 || got[0] != driverName || slices.Contains(got, "other.csi.example.com") {
 		t.Errorf("drivers written %v, want %s only", got, driverName)
 	}
-	if c := other.callCount("NodeGetInfo"); c != 1 {
-		t.Errorf("a driver without an update period was asked NodeGetInfo %d times, want once (when it registered)", c)
+	if c := other.callCount("NodeGetInfo"); c != otherAtRegistration {
+		t.Errorf("a driver without an update period was asked NodeGetInfo %d times, want %d (only when it registered)", c, otherAtRegistration)
 	}
 	// Unchanged answers are not written again.
 	before := len(w.list())
