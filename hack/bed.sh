@@ -215,24 +215,25 @@ component_timeout() {
 
 component_ready() {
   case $1 in
-    registry) curl -fs -o /dev/null "http://$REGISTRY_ADDR/v2/" ;;
-    etcd) curl -fs http://127.0.0.1:2379/health 2>/dev/null | grep -q '"health":"true"' ;;
-    apiserver) curl -fs -o /dev/null --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" \
+    registry) curl -m 5 -fs -o /dev/null "http://$REGISTRY_ADDR/v2/" ;;
+    etcd) curl -m 5 -fs http://127.0.0.1:2379/health 2>/dev/null | grep -q '"health":"true"' ;;
+    apiserver) curl -m 5 -fs -o /dev/null --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" \
       --key "$PKI_DIR/admin.key" "$APISERVER_URL/readyz" ;;
-    controller-manager) curl -fsk -o /dev/null https://127.0.0.1:10257/healthz ;;
-    scheduler) curl -fsk -o /dev/null https://127.0.0.1:10259/healthz ;;
+    controller-manager) curl -m 5 -fsk -o /dev/null https://127.0.0.1:10257/healthz ;;
+    scheduler) curl -m 5 -fsk -o /dev/null https://127.0.0.1:10259/healthz ;;
     containerd) [ -S "$CONTAINERD_SOCK" ] && crictl version >/dev/null 2>&1 ;;
     nodelet) nodelet_ready ;;
   esac
 }
 
-# nodelet_ready: the Node is Ready and its Lease was renewed since this process started.
+# nodelet_ready: the Node is Ready and its Lease was renewed since this process started. Each probe is bounded
+# (--request-timeout), so wait_ready's deadline holds whatever the API server does.
 nodelet_ready() {
   local ready renew started
-  ready=$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) ||
+  ready=$(kubectl --request-timeout=5s get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) ||
     return 1
   [ "$ready" = True ] || return 1
-  renew=$(kubectl -n kube-node-lease get lease "$NODE_NAME" -o jsonpath='{.spec.renewTime}' 2>/dev/null) || return 1
+  renew=$(kubectl --request-timeout=5s -n kube-node-lease get lease "$NODE_NAME" -o jsonpath='{.spec.renewTime}' 2>/dev/null) || return 1
   [ -n "$renew" ] || return 1
   started=$(stat -c %.9Y "$PID_DIR/nodelet.pid")
   awk -v r="$(date -d "$renew" +%s.%N)" -v s="$started" 'BEGIN { exit !(r >= s) }'

@@ -58,12 +58,21 @@ var _ = BeforeSuite(func() {
 // bed runs hack/bed.sh with the suite's bed, e.g. bed("stop", "containerd").
 func bed(args ...string) { bedEnv(nil, args...) }
 
+// bedCommandTimeout bounds one bed.sh call: its own waits end within a minute or two (a component's start-up
+// deadline, a stop's SIGKILL), so a call still running after this is stuck, and fails its spec with what it
+// printed instead of holding the suite until go test's deadline.
+const bedCommandTimeout = 4 * time.Minute
+
 // bedEnv runs hack/bed.sh with extra environment.
 func bedEnv(env []string, args ...string) {
-	cmd := exec.Command("bash", append([]string{bedShell}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), bedCommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{bedShell}, args...)...)
 	cmd.Env = append(append(os.Environ(), "BED_DIR="+bedDir), env...)
+	// bed.sh's children (curl, kubectl) may hold the output pipe after bash is killed: stop waiting for them.
+	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "bed.sh %s:\n%s", strings.Join(args, " "), out)
+	Expect(err).NotTo(HaveOccurred(), "bed.sh %s (ctx: %v):\n%s", strings.Join(args, " "), ctx.Err(), out)
 }
 
 func getNode(g Gomega) *corev1.Node {
