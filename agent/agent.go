@@ -89,15 +89,16 @@ type ServiceLister interface {
 
 // Agent is one node, wired and ready to Run.
 type Agent struct {
-	cfg        *config.Config
-	opts       Options
-	log        logr.Logger
-	mgr        ctrl.Manager
-	cri        *runtime.Client
-	ownCRI     bool
-	standalone bool
-	local      []manager.Runnable
-	started    atomic.Bool
+	cfg    *config.Config
+	opts   Options
+	log    logr.Logger
+	mgr    ctrl.Manager
+	cri    *runtime.Client
+	ownCRI bool
+	// api is how the node reaches the API server (remoteAPI), or that it does not (withoutAPI).
+	api     apiAccess
+	local   []manager.Runnable
+	started atomic.Bool
 	// eviction is the eviction manager (nil on a simulated node or without thresholds); evictionAdmit
 	// hands its admission to the pod workers.
 	eviction      *eviction.Manager
@@ -145,7 +146,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	restCfg := opts.RestConfig
-	a.standalone = restCfg == nil && cfg.Kubeconfig == ""
+	a.api = apiFor(restCfg, cfg)
 	if restCfg == nil {
 		rc, err := RestConfig(cfg, opts.Version)
 		if err != nil {
@@ -239,7 +240,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer func() { _ = a.cri.Close() }()
 	}
 	ctx = logr.NewContext(ctx, a.log)
-	a.log.Info("Starting nodelet", "version", a.opts.Version, "config", a.cfg.ConfigFile, "standalone", a.standalone,
+	a.log.Info("Starting nodelet", "version", a.opts.Version, "config", a.cfg.ConfigFile, "standalone", a.api.standalone(),
 		"simulated", a.opts.Platform.simulated())
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range a.local {

@@ -12,9 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
@@ -80,12 +78,8 @@ func (a *Agent) eventRecorder(ctx context.Context, restCfg *rest.Config) (record
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(4)
-	if !a.standalone {
-		cs, err := kubernetes.NewForConfig(restCfg)
-		if err != nil {
-			return nil, err
-		}
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	if err := a.api.recordTo(b, restCfg); err != nil {
+		return nil, err
 	}
 	return b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: a.cfg.NodeName}), nil
 }

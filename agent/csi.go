@@ -10,9 +10,7 @@ import (
 // and the Node's CSI annotation and labels kept in line with them.
 func (host) csiPlugins(a *Agent, m *volumes.Manager) {
 	opts := csi.Options{RootDir: a.cfg.RootDir, NodeName: a.cfg.NodeName, Clock: a.clock()}
-	if !a.standalone {
-		opts.Reader, opts.Writer, opts.CSIDrivers = a.mgr.GetAPIReader(), a.mgr.GetClient(), a.mgr.GetClient()
-	}
+	a.api.csiObjects(a, &opts)
 	c := csi.New(opts)
 	m.CSI = csiDrivers{c.Registry()}
 	m.RefreshCSIDriver = c.RefreshDriver

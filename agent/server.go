@@ -34,16 +34,12 @@ func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
 // rotation, which runs even with enableServer false.
 func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
 	kc := &a.cfg.Kubelet
-	var kube kubernetes.Interface
-	if !a.standalone {
-		cs, err := kubernetes.NewForConfig(restCfg)
-		if err != nil {
-			return nil, err
-		}
-		kube = cs
+	kube, err := a.api.clientset(restCfg)
+	if err != nil {
+		return nil, err
 	}
 	disabled := kc.EnableServer != nil && !*kc.EnableServer
-	if !disabled && a.standalone && needsAPIForAuth(kc) {
+	if !disabled && kube == nil && needsAPIForAuth(kc) {
 		// The kubelet refuses to start here; nodelet runs its static pods and leaves the node API off,
 		// since it could not authenticate or authorize a single request.
 		a.log.Error(nil, "Node API server disabled: webhook authentication/authorization needs an API server (standalone mode)")
@@ -193,17 +189,9 @@ func podsContainer(m machine.Reader, kubepods string, now metav1.Time) []statsap
 // out) and the static pods, whose UIDs are the ones on their containers.
 func (host) nodePods(a *Agent, store *staticpods.Store) server.PodsFunc {
 	return func(ctx context.Context) ([]corev1.Pod, error) {
-		var out []corev1.Pod
-		if !a.standalone {
-			var l corev1.PodList
-			if err := a.mgr.GetClient().List(ctx, &l); err != nil {
-				return nil, err
-			}
-			for _, p := range l.Items {
-				if !podrules.IsMirrorPod(&p) && p.Spec.NodeName == a.cfg.NodeName {
-					out = append(out, p)
-				}
-			}
+		out, err := a.api.apiPods(ctx, a)
+		if err != nil {
+			return nil, err
 		}
 		if store != nil {
 			for _, p := range store.List() {

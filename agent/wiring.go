@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
@@ -28,7 +27,7 @@ import (
 
 // setup wires every component; node-local ones go to a.local, API ones into the manager.
 func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
-	mgr, cri := a.mgr, a.cri
+	cri := a.cri
 	connector := &runtime.Connector{Client: cri, Clock: a.clock()}
 	a.local = append(a.local, connector)
 	recorder, err := a.eventRecorder(ctx, restCfg)
@@ -49,18 +48,12 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	var sources []source.Source
-	if !a.standalone {
-		sources = append(sources, podlifecycle.APIPodSource(mgr.GetCache()))
-	}
+	sources := a.api.podSources(a)
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
 	if err := a.opts.Platform.hostParts(a, restCfg, store, recorder, connector, pods); err != nil {
 		return err
 	}
-	if a.standalone {
-		return nil
-	}
-	return a.setupAPI(ctx, recorder, ips, podEvents, store)
+	return a.api.setup(ctx, a, recorder, ips, podEvents, store)
 }
 
 // setupAPI wires what needs the API server: the pod index, the Node, its Lease and mirror pods.
@@ -107,14 +100,11 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pod
 	store *staticpods.Store, connector *runtime.Connector) (*podlifecycle.Reconciler, error) {
 	deps := podlifecycle.Deps{Runtime: a.cri, PLEG: podEvents, Recorder: rec, Clock: a.clock(),
 		Admitters: []podlifecycle.PodAdmitter{&a.evictionAdmit}}
-	if !a.standalone {
-		deps.Client, deps.Secrets, deps.Node = a.mgr.GetClient(), podlifecycle.APIObjects{Reader: a.mgr.GetAPIReader()}, a.getNode
+	if err := a.api.podDeps(ctx, a, &deps); err != nil {
+		return nil, err
 	}
 	if store != nil {
 		deps.Static = store
-	}
-	if err := a.services(ctx, &deps); err != nil {
-		return nil, err
 	}
 	// The probes report changes to the reconciler, which is built with them: OnChange is set once it is.
 	prober, err := a.opts.Platform.podParts(a, &deps, rec, connector)
@@ -148,7 +138,7 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 		return podlifecycle.Options{}, err
 	}
 	opts := podlifecycle.Options{
-		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Standalone: a.standalone, HostIPs: hostIPs,
+		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Standalone: a.api.standalone(), HostIPs: hostIPs,
 		Sandbox: podconfig.SandboxOptions{
 			ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, ResolvConf: derefString(kc.ResolverConfig),
 			PodLogsDir: kc.PodLogsDir, CgroupDriver: kc.CgroupDriver, CgroupsPerQOS: kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS,
@@ -163,22 +153,6 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 	return opts, nil
 }
 
-// services are the cluster's Services for the pods' environment: shared with other nodes of the process,
-// the node's own informer, or none standalone.
-func (a *Agent) services(ctx context.Context, deps *podlifecycle.Deps) error {
-	switch {
-	case a.opts.Services != nil:
-		deps.Services = a.opts.Services
-	case !a.standalone:
-		s, err := podlifecycle.NewAPIServices(ctx, a.mgr.GetCache())
-		if err != nil {
-			return err
-		}
-		deps.Services = s
-	}
-	return nil
-}
-
 // getNode reads the node from the cache, which blocks while the API server is away: within 2 s.
 func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -187,17 +161,11 @@ func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
 	return n, a.mgr.GetClient().Get(ctx, client.ObjectKey{Name: a.cfg.NodeName}, n)
 }
 
-// volumes is the volume manager: Secrets and ConfigMaps are read by name straight from the API (kept 10 s),
-// CSIDrivers from the watch-fed cache, claims, PersistentVolumes and VolumeAttachments fresh, service account
-// tokens come from the TokenRequest API — all that the Node authorizer allows a node.
-// node (nil standalone) gives the node's allocatable resources for resourceFieldRef defaults.
+// volumes is the volume manager, with the API objects volumes are made from when there is an API server
+// (remoteAPI.volumeObjects). node (nil standalone) gives the node's allocatable resources for resourceFieldRef defaults.
 func (host) volumes(a *Agent, node func(context.Context) (*corev1.Node, error)) *volumes.Manager {
 	m := &volumes.Manager{RootDir: a.cfg.RootDir, Clock: a.clock(), NodeName: a.cfg.NodeName, Objects: noAPI{}}
-	if !a.standalone {
-		objs := &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(), Status: a.mgr.GetClient(),
-			Drivers: a.mgr.GetClient(), Clock: a.clock(), TTL: 10 * time.Second}
-		m.Objects, m.CSIObjects, m.ClaimStatus = objs, objs, objs
-	}
+	a.api.volumeObjects(a, m)
 	if node != nil {
 		m.AttachedVolumes = func(ctx context.Context) ([]corev1.AttachedVolume, error) {
 			n, err := node(ctx)

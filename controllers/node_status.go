@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // maxNamesPerImage is how many names of one image the node status lists, as in the kubelet.
@@ -58,8 +59,32 @@ func (r *NodeReconciler) capacity(o observation) corev1.ResourceList {
 	return c
 }
 
+// mergedCapacity is the node's capacity as the kubelet's MachineInfo setter writes it: the resources the
+// agent measures (cpu, memory, pods, ephemeral-storage, huge pages) set from what it saw, and every other key
+// of the current capacity — an extended resource an operator or a device plugin advertised — kept.
+func (r *NodeReconciler) mergedCapacity(current corev1.ResourceList, o observation) corev1.ResourceList {
+	measured := r.capacity(o)
+	c := corev1.ResourceList{}
+	for name, q := range current {
+		if !ownedResource(name) {
+			c[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range measured {
+		c[name] = q
+	}
+	return c
+}
+
+// ownedResource reports whether the agent measures a resource of the node's capacity itself: the native
+// ones and the huge pages. Any other name (example.com/foo, nvidia.com/gpu) is someone else's to set.
+func ownedResource(name corev1.ResourceName) bool {
+	return !podrules.IsExtendedResourceName(name)
+}
+
 // allocatable is capacity minus system and kube reservations and the hard eviction thresholds, never
-// below zero (the kubelet's rule). Memory also loses what hugepages take.
+// below zero (the kubelet's rule). Memory also loses what hugepages take. An extended resource's allocatable
+// is its capacity, as the kubelet sets it; a resource no longer in capacity leaves allocatable.
 func (r *NodeReconciler) allocatable(capacity corev1.ResourceList) corev1.ResourceList {
 	alloc := corev1.ResourceList{}
 	for name, q := range capacity {
@@ -245,7 +270,7 @@ func runtimeHandlers(s *runtimeapi.StatusResponse) []corev1.NodeRuntimeHandler {
 // nodeStatus computes the status the node should have now, given the current one.
 func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pressure map[corev1.NodeConditionType]bool, now metav1.Time) corev1.NodeStatus {
 	s := *current.DeepCopy()
-	s.Capacity = r.capacity(o)
+	s.Capacity = r.mergedCapacity(current.Capacity, o)
 	s.Allocatable = r.allocatable(s.Capacity)
 	s.Conditions = mergeConditions(current.Conditions, r.desiredConditions(o, pressure), now)
 	s.Addresses = r.addresses()

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelet/nodelet/machine"
 )
@@ -27,5 +29,40 @@ func TestEphemeralStorageCapacityFollowsIsolation(t *testing.T) {
 	}
 	if len(c) != 3 {
 		t.Errorf("capacity %v, want cpu, memory and pods", c)
+	}
+}
+
+// The node's capacity is shared: an extended resource someone else advertised (an operator patching the
+// node's status, a device plugin) stays through every status the agent writes, with its allocatable equal to
+// its capacity, as the kubelet's MachineInfo setter keeps it; once it leaves capacity it leaves allocatable.
+// The measured resources are the agent's and follow the machine.
+func TestCapacityKeepsExtendedResourcesOfOthers(t *testing.T) {
+	o := observation{info: machine.Info{NumCPU: 4, MemoryBytes: 8 << 30}, signals: machine.Signals{NodeFsCapacityBytes: 100 << 30}}
+	r := &NodeReconciler{MaxPods: 110}
+	current := corev1.NodeStatus{
+		Capacity: corev1.ResourceList{"example.com/foo": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("64"),
+			"hugepages-1Gi": resource.MustParse("2Gi")},
+		Allocatable: corev1.ResourceList{"example.com/foo": resource.MustParse("4"), "example.com/gone": resource.MustParse("1")},
+	}
+	s := r.nodeStatus(current, o, nil, metav1.Now())
+	if q := s.Capacity["example.com/foo"]; q.Value() != 4 {
+		t.Errorf("capacity %v lost example.com/foo", s.Capacity)
+	}
+	if q := s.Allocatable["example.com/foo"]; q.Value() != 4 {
+		t.Errorf("allocatable %v, want example.com/foo 4 (its capacity)", s.Allocatable)
+	}
+	if _, ok := s.Allocatable["example.com/gone"]; ok {
+		t.Errorf("allocatable %v keeps example.com/gone, which capacity no longer has", s.Allocatable)
+	}
+	if s.Capacity.Cpu().Value() != 4 {
+		t.Errorf("capacity cpu %v, want the machine's 4", s.Capacity.Cpu())
+	}
+	if _, ok := s.Capacity["hugepages-1Gi"]; ok {
+		t.Errorf("capacity %v keeps hugepages-1Gi, which the machine does not have", s.Capacity)
+	}
+	delete(current.Capacity, "example.com/foo")
+	s = r.nodeStatus(current, o, nil, metav1.Now())
+	if _, ok := s.Allocatable["example.com/foo"]; ok {
+		t.Errorf("allocatable %v keeps example.com/foo after it left capacity", s.Allocatable)
 	}
 }

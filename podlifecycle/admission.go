@@ -3,6 +3,7 @@ package podlifecycle
 import (
 	"fmt"
 	goruntime "runtime"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,15 +12,12 @@ import (
 	"github.com/nodelet/nodelet/podrules"
 )
 
-// The kubelet's admission failure reasons.
+// The kubelet's admission failure reasons; a resource the node lacks is OutOf<resource name> (OutOfcpu,
+// OutOfpods, OutOfexample.com/foo).
 const (
-	reasonOutOfCPU              = "OutOfcpu"
-	reasonOutOfMemory           = "OutOfmemory"
-	reasonOutOfEphemeralStorage = "OutOfephemeral-storage"
-	reasonOutOfPods             = "OutOfpods"
-	reasonNodeAffinity          = "NodeAffinity"
-	reasonPodOSSelector         = "PodOSSelectorNodeLabelDoesNotMatch"
-	reasonPodOSNotSupported     = "PodOSNotSupported"
+	reasonNodeAffinity      = "NodeAffinity"
+	reasonPodOSSelector     = "PodOSSelectorNodeLabelDoesNotMatch"
+	reasonPodOSNotSupported = "PodOSNotSupported"
 )
 
 // admissionResult says whether a pod may start on the node, and if not why (kubelet reason/message).
@@ -73,10 +71,13 @@ func admitOS(pod *corev1.Pod, nodeOS string) admissionResult {
 	return admissionResult{admit: true}
 }
 
-// admitResources checks the pod count, then CPU, memory and ephemeral storage against the node's
-// allocatable minus what the admitted pods request. A resource the node's allocatable lacks has none
-// (the scheduler's fit, as the kubelet runs it): without localStorageCapacityIsolation the node has no
-// ephemeral-storage, and a pod requesting some is rejected. Before the node is known nothing is checked.
+// admitResources checks the pod count, then every resource the pod requests — CPU, memory, ephemeral
+// storage, huge pages, extended resources — against the node's allocatable minus what the admitted pods
+// request (the scheduler's fit, as the kubelet runs it). A resource the node's allocatable lacks has none:
+// without localStorageCapacityIsolation the node has no ephemeral-storage, and a pod requesting some is
+// rejected; an extended resource the node does not have is left out, as the kubelet's
+// removeMissingExtendedResources does (a scheduler extender's, say). Before the node is known nothing is
+// checked.
 func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
 	if node == nil {
 		return admissionResult{admit: true}
@@ -87,7 +88,7 @@ func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) 
 	}
 	want := podrules.PodRequests(pod, podrules.ResourceOptions{})
 	used := podrules.TotalRequests(admitted, podrules.ResourceOptions{})
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+	for _, name := range fitOrder(want, alloc) {
 		capacity := alloc[name]
 		req := want[name]
 		if req.IsZero() {
@@ -101,6 +102,24 @@ func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) 
 	return admissionResult{admit: true}
 }
 
+// fitOrder is the order the scheduler's fit checks a pod's requests in: CPU, memory, ephemeral storage,
+// then the other resources (huge pages, extended resources the node has) by name.
+func fitOrder(want, alloc corev1.ResourceList) []corev1.ResourceName {
+	names := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
+	var others []corev1.ResourceName
+	for name := range want {
+		if slices.Contains(names, name) || name == corev1.ResourcePods {
+			continue
+		}
+		if _, ok := alloc[name]; !ok && podrules.IsExtendedResourceName(name) {
+			continue
+		}
+		others = append(others, name)
+	}
+	slices.Sort(others)
+	return append(names, others...)
+}
+
 // value is a quantity in the unit the kubelet reports: millicores for CPU, bytes otherwise.
 func value(name corev1.ResourceName, q resource.Quantity) int64 {
 	if name == corev1.ResourceCPU {
@@ -110,10 +129,6 @@ func value(name corev1.ResourceName, q resource.Quantity) int64 {
 }
 
 func insufficient(name corev1.ResourceName, requested, used, capacity int64) admissionResult {
-	reason := map[corev1.ResourceName]string{
-		corev1.ResourceCPU: reasonOutOfCPU, corev1.ResourceMemory: reasonOutOfMemory,
-		corev1.ResourceEphemeralStorage: reasonOutOfEphemeralStorage, corev1.ResourcePods: reasonOutOfPods,
-	}[name]
-	return admissionResult{reason: reason, message: fmt.Sprintf(
+	return admissionResult{reason: "OutOf" + string(name), message: fmt.Sprintf(
 		"Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)}
 }

@@ -73,3 +73,50 @@ func TestAdmission(t *testing.T) {
 		})
 	}
 }
+
+// Every resource the pod requests is fitted, extended resources and huge pages too, with the kubelet's
+// OutOf<resource> reason; an extended resource the node does not advertise is left out (the kubelet's
+// removeMissingExtendedResources), a huge page size it lacks is not.
+func TestAdmissionFitsExtendedResourcesAndHugePages(t *testing.T) {
+	node := &corev1.Node{}
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
+		corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("10"),
+		"example.com/foo": resource.MustParse("2")}
+	requesting := func(reqs corev1.ResourceList) *corev1.Pod {
+		p := admissionPod()
+		p.Spec.Containers[0].Resources.Requests = reqs
+		p.Spec.Containers[0].Resources.Limits = reqs
+		return p
+	}
+	one := requesting(corev1.ResourceList{"example.com/foo": resource.MustParse("1")})
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		admitted []*corev1.Pod
+		reason   string
+		message  string
+	}{
+		{name: "fits", pod: requesting(corev1.ResourceList{"example.com/foo": resource.MustParse("2")})},
+		{name: "used by an admitted pod", pod: requesting(corev1.ResourceList{"example.com/foo": resource.MustParse("2")}),
+			admitted: []*corev1.Pod{one}, reason: "OutOfexample.com/foo",
+			message: "Node didn't have enough resource: example.com/foo, requested: 2, used: 1, capacity: 2"},
+		{name: "an extended resource the node does not have", pod: requesting(corev1.ResourceList{"example.com/bar": resource.MustParse("5")})},
+		{name: "a huge page size the node does not have", pod: requesting(corev1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi"),
+			corev1.ResourceMemory: resource.MustParse("8Mi")}),
+			reason: "OutOfhugepages-2Mi", message: "Node didn't have enough resource: hugepages-2Mi, requested: 4194304, used: 0, capacity: 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := admit(tt.pod, node, tt.admitted)
+			if tt.reason == "" {
+				if !res.admit {
+					t.Fatalf("rejected: %s %s", res.reason, res.message)
+				}
+				return
+			}
+			if res.admit || res.reason != tt.reason || res.message != tt.message {
+				t.Fatalf("got %+v, want %s: %s", res, tt.reason, tt.message)
+			}
+		})
+	}
+}
