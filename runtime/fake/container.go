@@ -15,7 +15,7 @@ import (
 
 // CreateContainer creates a CREATED container in a READY sandbox from an
 // image present in the store.
-func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+func (r *containerService) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	if err := r.begin("CreateContainer"); err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func validateContainerConfig(cfg *runtimeapi.ContainerConfig) error {
 	return nil
 }
 
-func (r *Runtime) newContainerLocked(req *runtimeapi.CreateContainerRequest) (*container, error) {
+func (r *containerService) newContainerLocked(req *runtimeapi.CreateContainerRequest) (*container, error) {
 	cfg := req.GetConfig()
 	s, err := r.sandboxLocked(req.GetPodSandboxId())
 	if err != nil {
@@ -98,7 +98,7 @@ func logPath(dir, path string) string {
 	return filepath.Join(dir, path)
 }
 
-func (r *Runtime) reserveContainerNameLocked(s *sandbox, md *runtimeapi.ContainerMetadata) error {
+func (r *containerService) reserveContainerNameLocked(s *sandbox, md *runtimeapi.ContainerMetadata) error {
 	for _, c := range r.containersOfLocked(s.id) {
 		other := c.config.GetMetadata()
 		if other.GetName() == md.GetName() && other.GetAttempt() == md.GetAttempt() {
@@ -110,7 +110,7 @@ func (r *Runtime) reserveContainerNameLocked(s *sandbox, md *runtimeapi.Containe
 }
 
 // StartContainer starts a CREATED container in a READY sandbox.
-func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+func (r *containerService) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
 	if err := r.begin("StartContainer"); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContain
 }
 
 // scriptedExit ends a container whose Behaviour.ExitAfter elapsed.
-func (r *Runtime) scriptedExit(id string) {
+func (r *containerService) scriptedExit(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.containers[id]
@@ -154,7 +154,7 @@ func (r *Runtime) scriptedExit(id string) {
 // StopContainer stops a running container: SIGTERM (143) at once, or SIGKILL
 // (137) for timeout <= 0 or, with IgnoreSIGTERM, once the timeout elapsed on
 // the clock. Stopping a container that is not running is a no-op.
-func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+func (r *containerService) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	if err := r.begin("StopContainer"); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContain
 
 // killAfter waits, without holding r.mu, until the container exits or d has
 // elapsed on the clock, then kills it.
-func (r *Runtime) killAfter(ctx context.Context, c *container, exited <-chan struct{}, d time.Duration) (*runtimeapi.StopContainerResponse, error) {
+func (r *containerService) killAfter(ctx context.Context, c *container, exited <-chan struct{}, d time.Duration) (*runtimeapi.StopContainerResponse, error) {
 	t := r.clock.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -204,7 +204,7 @@ func (r *Runtime) killAfter(ctx context.Context, c *container, exited <-chan str
 }
 
 // RemoveContainer force-stops and removes a container; a missing one is fine.
-func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+func (r *containerService) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
 	if err := r.begin("RemoveContainer"); err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
-func (r *Runtime) removeContainerLocked(c *container) {
+func (r *state) removeContainerLocked(c *container) {
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		r.exitLocked(c, exitCodeSIGKILL, "", "")
 	}
@@ -229,7 +229,7 @@ func (r *Runtime) removeContainerLocked(c *container) {
 }
 
 // ContainerStatus returns the status of a container, NotFound if missing.
-func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+func (r *containerService) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	if err := r.begin("ContainerStatus"); err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 }
 
 // ListContainers lists containers matching the filter, in creation order.
-func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+func (r *containerService) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	if err := r.begin("ListContainers"); err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 }
 
 // StreamContainers sends the ListContainers result as one message.
-func (r *Runtime) StreamContainers(req *runtimeapi.StreamContainersRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainersResponse]) error {
+func (r *containerService) StreamContainers(req *runtimeapi.StreamContainersRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainersResponse]) error {
 	if err := r.begin("StreamContainers"); err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (r *Runtime) StreamContainers(req *runtimeapi.StreamContainersRequest, stre
 }
 
 // UpdateContainerResources records the resources in the container status.
-func (r *Runtime) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+func (r *containerService) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	if err := r.begin("UpdateContainerResources"); err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (r *Runtime) UpdateContainerResources(_ context.Context, req *runtimeapi.Up
 }
 
 // ReopenContainerLog succeeds for running containers.
-func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+func (r *containerService) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
 	if err := r.begin("ReopenContainerLog"); err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenCo
 
 // ExecSync returns the result scripted with SetExecResult for the
 // container's name; the container must be running.
-func (r *Runtime) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+func (r *containerService) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	if err := r.begin("ExecSync"); err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func (r *Runtime) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (
 }
 
 // Exec returns a fake streaming URL for a running container.
-func (r *Runtime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+func (r *containerService) Exec(_ context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
 	if err := r.begin("Exec"); err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func (r *Runtime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (*runtime
 }
 
 // Attach returns a fake streaming URL for a running container.
-func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+func (r *containerService) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
 	if err := r.begin("Attach"); err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func streamURL(kind string) string {
 }
 
 // CheckpointContainer is not supported.
-func (r *Runtime) CheckpointContainer(context.Context, *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
+func (r *containerService) CheckpointContainer(context.Context, *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
 	if err := r.begin("CheckpointContainer"); err != nil {
 		return nil, err
 	}
@@ -358,7 +358,7 @@ func (r *Runtime) CheckpointContainer(context.Context, *runtimeapi.CheckpointCon
 }
 
 // CheckpointPod is not supported.
-func (r *Runtime) CheckpointPod(context.Context, *runtimeapi.CheckpointPodRequest) (*runtimeapi.CheckpointPodResponse, error) {
+func (r *containerService) CheckpointPod(context.Context, *runtimeapi.CheckpointPodRequest) (*runtimeapi.CheckpointPodResponse, error) {
 	if err := r.begin("CheckpointPod"); err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ func (r *Runtime) CheckpointPod(context.Context, *runtimeapi.CheckpointPodReques
 }
 
 // RestorePod is not supported.
-func (r *Runtime) RestorePod(context.Context, *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
+func (r *containerService) RestorePod(context.Context, *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
 	if err := r.begin("RestorePod"); err != nil {
 		return nil, err
 	}

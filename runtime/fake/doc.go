@@ -3,9 +3,11 @@
 // controllers built on it can be tested without containerd.
 //
 // The package owns:
-//   - the Runtime type, which implements runtimeapi.RuntimeServiceServer and
-//     runtimeapi.ImageServiceServer with containerd-like state machines for
-//     pod sandboxes (READY → NOTREADY → removed) and containers
+//   - the Runtime type, the handle a test holds: it serves the CRI runtime
+//     service (its parts: the runtime's facts and events, sandboxes,
+//     containers, stats) and image service, each a type of its own over one
+//     shared state, with containerd-like state machines for pod sandboxes
+//     (READY → NOTREADY → removed) and containers
 //     (CREATED → RUNNING → EXITED → removed), driven by an injectable clock;
 //   - an in-memory image store with a set of "pullable" references standing in
 //     for a registry, and the user each image runs as (SetImageUser);

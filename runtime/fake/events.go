@@ -40,7 +40,7 @@ func (s *subscriber) drain() []*runtimeapi.ContainerEventResponse {
 
 // publishLocked sends an event about id (a container or a sandbox) of sandbox
 // sandboxID to every subscriber. The sandbox must still be in r.sandboxes.
-func (r *Runtime) publishLocked(sandboxID, id string, typ runtimeapi.ContainerEventType) {
+func (r *state) publishLocked(sandboxID, id string, typ runtimeapi.ContainerEventType) {
 	s, ok := r.sandboxes[sandboxID]
 	if !ok || len(r.subs) == 0 {
 		return
@@ -59,7 +59,7 @@ func (r *Runtime) publishLocked(sandboxID, id string, typ runtimeapi.ContainerEv
 
 // GetContainerEvents streams sandbox and container lifecycle events until the
 // client goes away or the runtime is stopped.
-func (r *Runtime) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
+func (r *infoService) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	sub, err := r.subscribe()
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (r *Runtime) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream grpc
 	}
 }
 
-func (r *Runtime) subscribe() (*subscriber, error) {
+func (r *state) subscribe() (*subscriber, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.beginLocked("GetContainerEvents"); err != nil {
@@ -93,7 +93,7 @@ func (r *Runtime) subscribe() (*subscriber, error) {
 	return sub, nil
 }
 
-func (r *Runtime) unsubscribe(sub *subscriber) {
+func (r *state) unsubscribe(sub *subscriber) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.subs, sub)

@@ -121,7 +121,7 @@ func repository(norm string) string {
 }
 
 // addImageLocked stores (or resizes) the image for a normalised reference.
-func (r *Runtime) addImageLocked(norm string, size uint64) *image {
+func (r *state) addImageLocked(norm string, size uint64) *image {
 	if img := r.findImageLocked(norm); img != nil {
 		img.size = size
 		return img
@@ -137,7 +137,7 @@ func (r *Runtime) addImageLocked(norm string, size uint64) *image {
 	return img
 }
 
-func (r *Runtime) findImageLocked(ref string) *image {
+func (r *state) findImageLocked(ref string) *image {
 	for _, img := range r.sortedImagesLocked() {
 		if img.matches(ref) {
 			return img
@@ -146,7 +146,7 @@ func (r *Runtime) findImageLocked(ref string) *image {
 	return nil
 }
 
-func (r *Runtime) sortedImagesLocked() []*image {
+func (r *state) sortedImagesLocked() []*image {
 	out := make([]*image, 0, len(r.images))
 	for _, img := range r.images {
 		out = append(out, img)
@@ -155,7 +155,7 @@ func (r *Runtime) sortedImagesLocked() []*image {
 	return out
 }
 
-func (r *Runtime) listImagesLocked(f *runtimeapi.ImageFilter) []*runtimeapi.Image {
+func (r *imageService) listImagesLocked(f *runtimeapi.ImageFilter) []*runtimeapi.Image {
 	out := []*runtimeapi.Image{}
 	want := f.GetImage().GetImage()
 	for _, img := range r.sortedImagesLocked() {
@@ -168,7 +168,7 @@ func (r *Runtime) listImagesLocked(f *runtimeapi.ImageFilter) []*runtimeapi.Imag
 
 // ListImages lists the stored images, optionally only the one matching the
 // filter's image.
-func (r *Runtime) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
+func (r *imageService) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
 	if err := r.begin("ListImages"); err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (r *Runtime) ListImages(_ context.Context, req *runtimeapi.ListImagesReques
 }
 
 // StreamImages sends the ListImages result as one message.
-func (r *Runtime) StreamImages(req *runtimeapi.StreamImagesRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamImagesResponse]) error {
+func (r *imageService) StreamImages(req *runtimeapi.StreamImagesRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamImagesResponse]) error {
 	if err := r.begin("StreamImages"); err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (r *Runtime) StreamImages(req *runtimeapi.StreamImagesRequest, stream grpc.
 }
 
 // ImageStatus returns the image, or a nil image when it is absent.
-func (r *Runtime) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
+func (r *imageService) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
 	if err := r.begin("ImageStatus"); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (r *Runtime) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequ
 // PullImage records the credentials and adds the image when the reference was
 // made pullable with SetPullable; otherwise it fails with NotFound, even when
 // the image is already present (like a pull from an unreachable registry).
-func (r *Runtime) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+func (r *imageService) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	if err := r.begin("PullImage"); err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func (r *Runtime) PullImage(_ context.Context, req *runtimeapi.PullImageRequest)
 }
 
 // RemoveImage deletes the image; removing a missing image succeeds.
-func (r *Runtime) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
+func (r *imageService) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
 	if err := r.begin("RemoveImage"); err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (r *Runtime) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequ
 }
 
 // ImageFsInfo reports the image filesystem usage of the stored images.
-func (r *Runtime) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
+func (r *imageService) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
 	if err := r.begin("ImageFsInfo"); err != nil {
 		return nil, err
 	}

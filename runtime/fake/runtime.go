@@ -15,17 +15,33 @@ import (
 )
 
 var (
-	_ runtimeapi.RuntimeServiceServer = (*Runtime)(nil)
-	_ runtimeapi.ImageServiceServer   = (*Runtime)(nil)
+	_ runtimeapi.RuntimeServiceServer = (*runtimeService)(nil)
+	_ runtimeapi.ImageServiceServer   = (*imageService)(nil)
 )
 
 // Runtime is an in-memory CRI runtime. Create it with New, serve it with Start
 // and script or inspect it with the other exported methods. All methods are
 // safe for concurrent use.
+//
+// Runtime is the handle tests hold: serving (Start, Stop) and scripting and
+// introspection. The CRI services it serves are types of their own over the
+// same state: the runtime service is made of the runtime's facts (infoService),
+// sandboxes, containers and stats, and the image service stands alone.
 type Runtime struct {
-	runtimeapi.UnimplementedRuntimeServiceServer
-	runtimeapi.UnimplementedImageServiceServer
+	*state
 
+	runtime *runtimeService
+	images  *imageService
+
+	server     *grpc.Server
+	socketPath string
+	stopOnce   sync.Once
+}
+
+// state is what the services share: the sandboxes, containers and images, the
+// scripts, the recorded calls and injected errors, the event subscribers and
+// the clock, under one lock.
+type state struct {
 	clock          clock.WithTicker
 	runtimeName    string
 	runtimeVersion string
@@ -53,10 +69,39 @@ type Runtime struct {
 	seq         uint64
 	ipSeq       uint32
 
-	server     *grpc.Server
-	socketPath string
-	done       chan struct{}
-	stopOnce   sync.Once
+	done chan struct{} // closed by Stop
+}
+
+// runtimeService is the CRI RuntimeService: its parts each serve one group of
+// RPCs over the shared state.
+type runtimeService struct {
+	*infoService
+	*sandboxService
+	*containerService
+	*statsService
+}
+
+// infoService serves the runtime's own RPCs: Version, Status, the runtime
+// config and the container event stream. It carries the Unimplemented base
+// (one level below runtimeService's parts, so their methods take precedence).
+type infoService struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	*state
+}
+
+// sandboxService serves the pod sandbox RPCs.
+type sandboxService struct{ *state }
+
+// containerService serves the container RPCs, exec and attach.
+type containerService struct{ *state }
+
+// statsService serves the stats and metrics RPCs.
+type statsService struct{ *state }
+
+// imageService is the CRI ImageService.
+type imageService struct {
+	runtimeapi.UnimplementedImageServiceServer
+	*state
 }
 
 type condition struct {
@@ -65,18 +110,18 @@ type condition struct {
 }
 
 // Option configures a Runtime.
-type Option func(*Runtime)
+type Option func(*state)
 
 // WithClock sets the clock used for timestamps, ExitAfter and stop timeouts.
 // The default is clock.RealClock{}.
 func WithClock(c clock.WithTicker) Option {
-	return func(r *Runtime) { r.clock = c }
+	return func(r *state) { r.clock = c }
 }
 
 // WithVersion sets the runtime name and version reported by Version.
 // The default is "fake-runtime", "0.1.0".
 func WithVersion(runtimeName, runtimeVersion string) Option {
-	return func(r *Runtime) {
+	return func(r *state) {
 		r.runtimeName = runtimeName
 		r.runtimeVersion = runtimeVersion
 	}
@@ -86,7 +131,7 @@ func WithVersion(runtimeName, runtimeVersion string) Option {
 // Status reports) in addition to the default handler "". The default is
 // "runc".
 func WithRuntimeHandlers(names ...string) Option {
-	return func(r *Runtime) { r.handlers = append([]string{""}, names...) }
+	return func(r *state) { r.handlers = append([]string{""}, names...) }
 }
 
 // BehaviourFunc scripts a container from its sandbox's and its own configuration (for example from the
@@ -95,18 +140,18 @@ type BehaviourFunc func(sandbox *runtimeapi.PodSandboxConfig, container *runtime
 
 // WithBehaviourFunc scripts containers with f before the scripts by name.
 func WithBehaviourFunc(f BehaviourFunc) Option {
-	return func(r *Runtime) { r.behaviourOf = f }
+	return func(r *state) { r.behaviourOf = f }
 }
 
 // WithPullAny makes PullImage of any reference succeed, as against a registry that has every image
 // (SetPullable sizes still apply; other images are 1 MiB).
 func WithPullAny() Option {
-	return func(r *Runtime) { r.pullAny = true }
+	return func(r *state) { r.pullAny = true }
 }
 
 // New returns a Runtime with empty state, both runtime conditions ready.
 func New(opts ...Option) *Runtime {
-	r := &Runtime{
+	st := &state{
 		clock:          clock.RealClock{},
 		runtimeName:    "fake-runtime",
 		runtimeVersion: "0.1.0",
@@ -127,9 +172,18 @@ func New(opts ...Option) *Runtime {
 		done:           make(chan struct{}),
 	}
 	for _, o := range opts {
-		o(r)
+		o(st)
 	}
-	return r
+	return &Runtime{
+		state: st,
+		runtime: &runtimeService{
+			infoService:      &infoService{state: st},
+			sandboxService:   &sandboxService{st},
+			containerService: &containerService{st},
+			statsService:     &statsService{st},
+		},
+		images: &imageService{state: st},
+	}
 }
 
 // Start listens on the unix socket socketPath (removing a stale socket file),
@@ -152,8 +206,8 @@ func (r *Runtime) Start(socketPath string) (string, error) {
 		return "", fmt.Errorf("listen on %s: %w", socketPath, err)
 	}
 	srv := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(srv, r)
-	runtimeapi.RegisterImageServiceServer(srv, r)
+	runtimeapi.RegisterRuntimeServiceServer(srv, r.runtime)
+	runtimeapi.RegisterImageServiceServer(srv, r.images)
 	r.server, r.socketPath = srv, socketPath
 	go func() { _ = srv.Serve(lis) }()
 	return "unix://" + socketPath, nil
@@ -188,7 +242,7 @@ func (r *Runtime) Stop() {
 	})
 }
 
-func (r *Runtime) isStopped() bool {
+func (r *state) isStopped() bool {
 	select {
 	case <-r.done:
 		return true
@@ -198,12 +252,12 @@ func (r *Runtime) isStopped() bool {
 }
 
 // now returns the current time of the injected clock in UnixNano.
-func (r *Runtime) now() int64 {
+func (r *state) now() int64 {
 	return r.clock.Now().UnixNano()
 }
 
 // nextSeq returns a sequence number used to keep listings in creation order.
-func (r *Runtime) nextSeq() uint64 {
+func (r *state) nextSeq() uint64 {
 	r.seq++
 	return r.seq
 }
@@ -211,7 +265,7 @@ func (r *Runtime) nextSeq() uint64 {
 // afterFunc runs f in its own goroutine once d has elapsed on the clock and
 // returns a function cancelling it. f never runs on the clock's goroutine, so
 // it may take r.mu even while the clock is being stepped.
-func (r *Runtime) afterFunc(d time.Duration, f func()) func() {
+func (r *state) afterFunc(d time.Duration, f func()) func() {
 	if c, ok := r.clock.(clock.WithDelayedExecution); ok {
 		t := c.AfterFunc(d, func() { go f() })
 		return func() { t.Stop() }

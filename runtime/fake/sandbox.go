@@ -13,7 +13,7 @@ import (
 )
 
 // RunPodSandbox creates a READY sandbox with a fresh id and pod IP.
-func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+func (r *sandboxService) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	if err := r.begin("RunPodSandbox"); err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func sandboxName(md *runtimeapi.PodSandboxMetadata) string {
 	return fmt.Sprintf("%s_%s_%s_%d", md.GetName(), md.GetNamespace(), md.GetUid(), md.GetAttempt())
 }
 
-func (r *Runtime) reserveSandboxNameLocked(md *runtimeapi.PodSandboxMetadata) error {
+func (r *sandboxService) reserveSandboxNameLocked(md *runtimeapi.PodSandboxMetadata) error {
 	name := sandboxName(md)
 	for _, s := range r.sandboxes {
 		if sandboxName(s.config.GetMetadata()) == name {
@@ -75,7 +75,7 @@ func (r *Runtime) reserveSandboxNameLocked(md *runtimeapi.PodSandboxMetadata) er
 }
 
 // StopPodSandbox kills the sandbox's running containers and makes it NOTREADY.
-func (r *Runtime) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+func (r *sandboxService) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	if err := r.begin("StopPodSandbox"); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (r *Runtime) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandb
 	return &runtimeapi.StopPodSandboxResponse{}, nil
 }
 
-func (r *Runtime) stopSandboxLocked(s *sandbox) {
+func (r *state) stopSandboxLocked(s *sandbox) {
 	for _, c := range r.containersOfLocked(s.id) {
 		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			r.exitLocked(c, exitCodeSIGKILL, "", "")
@@ -103,7 +103,7 @@ func (r *Runtime) stopSandboxLocked(s *sandbox) {
 
 // RemovePodSandbox stops and removes the sandbox and all its containers.
 // Removing a missing sandbox succeeds.
-func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+func (r *sandboxService) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
 	if err := r.begin("RemovePodSandbox"); err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 }
 
 // PodSandboxStatus returns the status of a sandbox, NotFound if missing.
-func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+func (r *sandboxService) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	if err := r.begin("PodSandboxStatus"); err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 }
 
 // ListPodSandbox lists sandboxes matching the filter, in creation order.
-func (r *Runtime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+func (r *sandboxService) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
 	if err := r.begin("ListPodSandbox"); err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (r *Runtime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandb
 }
 
 // StreamPodSandboxes sends the ListPodSandbox result as one message.
-func (r *Runtime) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxesResponse]) error {
+func (r *sandboxService) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxesResponse]) error {
 	if err := r.begin("StreamPodSandboxes"); err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (r *Runtime) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, 
 }
 
 // UpdatePodSandboxResources accepts updates for existing sandboxes.
-func (r *Runtime) UpdatePodSandboxResources(_ context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+func (r *sandboxService) UpdatePodSandboxResources(_ context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
 	if err := r.begin("UpdatePodSandboxResources"); err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (r *Runtime) UpdatePodSandboxResources(_ context.Context, req *runtimeapi.U
 }
 
 // PortForward returns a fake streaming URL for a READY sandbox.
-func (r *Runtime) PortForward(_ context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+func (r *sandboxService) PortForward(_ context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
 	if err := r.begin("PortForward"); err != nil {
 		return nil, err
 	}

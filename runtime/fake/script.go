@@ -217,13 +217,13 @@ func toStatusError(err error) error {
 }
 
 // begin records a call of method and returns the error injected for it.
-func (r *Runtime) begin(method string) error {
+func (r *state) begin(method string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.beginLocked(method)
 }
 
-func (r *Runtime) beginLocked(method string) error {
+func (r *state) beginLocked(method string) error {
 	r.calls = append(r.calls, method)
 	if q := r.onceErrs[method]; len(q) > 0 {
 		r.onceErrs[method] = q[1:]

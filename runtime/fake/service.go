@@ -10,7 +10,7 @@ import (
 const criVersion = "v1"
 
 // Version reports the configured runtime name and version.
-func (r *Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+func (r *infoService) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
 	if err := r.begin("Version"); err != nil {
 		return nil, err
 	}
@@ -24,7 +24,7 @@ func (r *Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtime
 
 // Status reports the RuntimeReady and NetworkReady conditions, the runtime
 // handlers and features.
-func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+func (r *infoService) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	if err := r.begin("Status"); err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (c condition) proto(typ string) *runtimeapi.RuntimeCondition {
 }
 
 // UpdateRuntimeConfig records the pod CIDR (see PodCIDR).
-func (r *Runtime) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+func (r *infoService) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
 	if err := r.begin("UpdateRuntimeConfig"); err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (r *Runtime) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateR
 }
 
 // RuntimeConfig reports the cgroupfs cgroup driver.
-func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+func (r *infoService) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	if err := r.begin("RuntimeConfig"); err != nil {
 		return nil, err
 	}

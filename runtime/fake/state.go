@@ -69,7 +69,7 @@ func newID() string {
 }
 
 // nextIP returns a unique pod IP in 10.88.0.0/16, skipping .0/.1/.255.
-func (r *Runtime) nextIP() string {
+func (r *state) nextIP() string {
 	n := r.ipSeq
 	r.ipSeq++
 	return fmt.Sprintf("10.88.%d.%d", (n/253)%256, n%253+2)
@@ -210,13 +210,13 @@ func (c *container) matches(f *runtimeapi.ContainerFilter) bool {
 	return matchLabels(c.config.GetLabels(), f.GetLabelSelector())
 }
 
-func (r *Runtime) sortedSandboxesLocked() []*sandbox {
+func (r *state) sortedSandboxesLocked() []*sandbox {
 	out := slices.Collect(maps.Values(r.sandboxes))
 	slices.SortFunc(out, func(a, b *sandbox) int { return compareSeq(a.seq, b.seq) })
 	return out
 }
 
-func (r *Runtime) sortedContainersLocked() []*container {
+func (r *state) sortedContainersLocked() []*container {
 	out := slices.Collect(maps.Values(r.containers))
 	slices.SortFunc(out, func(a, b *container) int { return compareSeq(a.seq, b.seq) })
 	return out
@@ -233,7 +233,7 @@ func compareSeq(a, b uint64) int {
 	}
 }
 
-func (r *Runtime) listSandboxesLocked(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
+func (r *state) listSandboxesLocked(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
 	out := []*runtimeapi.PodSandbox{}
 	for _, s := range r.sortedSandboxesLocked() {
 		if s.matches(f) {
@@ -243,7 +243,7 @@ func (r *Runtime) listSandboxesLocked(f *runtimeapi.PodSandboxFilter) []*runtime
 	return out
 }
 
-func (r *Runtime) listContainersLocked(f *runtimeapi.ContainerFilter) []*runtimeapi.Container {
+func (r *state) listContainersLocked(f *runtimeapi.ContainerFilter) []*runtimeapi.Container {
 	out := []*runtimeapi.Container{}
 	for _, c := range r.sortedContainersLocked() {
 		if c.matches(f) {
@@ -254,7 +254,7 @@ func (r *Runtime) listContainersLocked(f *runtimeapi.ContainerFilter) []*runtime
 }
 
 // containersOfLocked returns the containers of sandbox id in creation order.
-func (r *Runtime) containersOfLocked(id string) []*container {
+func (r *state) containersOfLocked(id string) []*container {
 	var out []*container
 	for _, c := range r.sortedContainersLocked() {
 		if c.sandboxID == id {
@@ -264,7 +264,7 @@ func (r *Runtime) containersOfLocked(id string) []*container {
 	return out
 }
 
-func (r *Runtime) containerStatusesLocked(sandboxID string) []*runtimeapi.ContainerStatus {
+func (r *state) containerStatusesLocked(sandboxID string) []*runtimeapi.ContainerStatus {
 	var out []*runtimeapi.ContainerStatus
 	for _, c := range r.containersOfLocked(sandboxID) {
 		out = append(out, c.status())
@@ -274,7 +274,7 @@ func (r *Runtime) containerStatusesLocked(sandboxID string) []*runtimeapi.Contai
 
 // exitLocked moves a running (or failing to start) container to EXITED and
 // publishes CONTAINER_STOPPED_EVENT.
-func (r *Runtime) exitLocked(c *container, exitCode int32, reason, message string) {
+func (r *state) exitLocked(c *container, exitCode int32, reason, message string) {
 	c.cancelTimer()
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.finishedAt = r.now()
@@ -290,7 +290,7 @@ func invalidArg(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
 }
 
-func (r *Runtime) sandboxLocked(id string) (*sandbox, error) {
+func (r *state) sandboxLocked(id string) (*sandbox, error) {
 	if id == "" {
 		return nil, invalidArg("pod sandbox id must not be empty")
 	}
@@ -301,7 +301,7 @@ func (r *Runtime) sandboxLocked(id string) (*sandbox, error) {
 	return s, nil
 }
 
-func (r *Runtime) containerLocked(id string) (*container, error) {
+func (r *state) containerLocked(id string) (*container, error) {
 	if id == "" {
 		return nil, invalidArg("container id must not be empty")
 	}
@@ -312,7 +312,7 @@ func (r *Runtime) containerLocked(id string) (*container, error) {
 	return c, nil
 }
 
-func (r *Runtime) runningContainerLocked(id string) (*container, error) {
+func (r *state) runningContainerLocked(id string) (*container, error) {
 	c, err := r.containerLocked(id)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ func u64(v uint64) *runtimeapi.UInt64Value { return &runtimeapi.UInt64Value{Valu
 
 // containerStats returns usage for c; a container that is not running uses
 // nothing but its writable layer.
-func (r *Runtime) containerStats(c *container) *runtimeapi.ContainerStats {
+func (r *statsService) containerStats(c *container) *runtimeapi.ContainerStats {
 	now := r.now()
 	var cpu, coreNanos, mem, rss uint64
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -58,7 +58,7 @@ func (r *Runtime) containerStats(c *container) *runtimeapi.ContainerStats {
 	}
 }
 
-func (r *Runtime) sandboxStatsLocked(s *sandbox) *runtimeapi.PodSandboxStats {
+func (r *statsService) sandboxStatsLocked(s *sandbox) *runtimeapi.PodSandboxStats {
 	now := r.now()
 	var cs []*runtimeapi.ContainerStats
 	var cpu, coreNanos, mem, rss, procs uint64
@@ -96,7 +96,7 @@ func (r *Runtime) sandboxStatsLocked(s *sandbox) *runtimeapi.PodSandboxStats {
 }
 
 // ContainerStats returns usage of one container, NotFound if missing.
-func (r *Runtime) ContainerStats(_ context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
+func (r *statsService) ContainerStats(_ context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
 	if err := r.begin("ContainerStats"); err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (r *Runtime) ContainerStats(_ context.Context, req *runtimeapi.ContainerSta
 	return &runtimeapi.ContainerStatsResponse{Stats: r.containerStats(c)}, nil
 }
 
-func (r *Runtime) listContainerStatsLocked(f *runtimeapi.ContainerStatsFilter) []*runtimeapi.ContainerStats {
+func (r *statsService) listContainerStatsLocked(f *runtimeapi.ContainerStatsFilter) []*runtimeapi.ContainerStats {
 	out := []*runtimeapi.ContainerStats{}
 	cf := &runtimeapi.ContainerFilter{
 		Id:            f.GetId(),
@@ -127,7 +127,7 @@ func (r *Runtime) listContainerStatsLocked(f *runtimeapi.ContainerStatsFilter) [
 
 // ListContainerStats returns usage of the running containers matching the
 // filter.
-func (r *Runtime) ListContainerStats(_ context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
+func (r *statsService) ListContainerStats(_ context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
 	if err := r.begin("ListContainerStats"); err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (r *Runtime) ListContainerStats(_ context.Context, req *runtimeapi.ListCont
 }
 
 // StreamContainerStats sends the ListContainerStats result as one message.
-func (r *Runtime) StreamContainerStats(req *runtimeapi.StreamContainerStatsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainerStatsResponse]) error {
+func (r *statsService) StreamContainerStats(req *runtimeapi.StreamContainerStatsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainerStatsResponse]) error {
 	if err := r.begin("StreamContainerStats"); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (r *Runtime) StreamContainerStats(req *runtimeapi.StreamContainerStatsReque
 }
 
 // PodSandboxStats returns usage of one sandbox, NotFound if missing.
-func (r *Runtime) PodSandboxStats(_ context.Context, req *runtimeapi.PodSandboxStatsRequest) (*runtimeapi.PodSandboxStatsResponse, error) {
+func (r *statsService) PodSandboxStats(_ context.Context, req *runtimeapi.PodSandboxStatsRequest) (*runtimeapi.PodSandboxStatsResponse, error) {
 	if err := r.begin("PodSandboxStats"); err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func (r *Runtime) PodSandboxStats(_ context.Context, req *runtimeapi.PodSandboxS
 	return &runtimeapi.PodSandboxStatsResponse{Stats: r.sandboxStatsLocked(s)}, nil
 }
 
-func (r *Runtime) listSandboxStatsLocked(f *runtimeapi.PodSandboxStatsFilter) []*runtimeapi.PodSandboxStats {
+func (r *statsService) listSandboxStatsLocked(f *runtimeapi.PodSandboxStatsFilter) []*runtimeapi.PodSandboxStats {
 	out := []*runtimeapi.PodSandboxStats{}
 	sf := &runtimeapi.PodSandboxFilter{
 		Id:            f.GetId(),
@@ -178,7 +178,7 @@ func (r *Runtime) listSandboxStatsLocked(f *runtimeapi.PodSandboxStatsFilter) []
 
 // ListPodSandboxStats returns usage of the READY sandboxes matching the
 // filter.
-func (r *Runtime) ListPodSandboxStats(_ context.Context, req *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
+func (r *statsService) ListPodSandboxStats(_ context.Context, req *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
 	if err := r.begin("ListPodSandboxStats"); err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (r *Runtime) ListPodSandboxStats(_ context.Context, req *runtimeapi.ListPod
 }
 
 // StreamPodSandboxStats sends the ListPodSandboxStats result as one message.
-func (r *Runtime) StreamPodSandboxStats(req *runtimeapi.StreamPodSandboxStatsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxStatsResponse]) error {
+func (r *statsService) StreamPodSandboxStats(req *runtimeapi.StreamPodSandboxStatsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxStatsResponse]) error {
 	if err := r.begin("StreamPodSandboxStats"); err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (r *Runtime) StreamPodSandboxStats(req *runtimeapi.StreamPodSandboxStatsReq
 }
 
 // ListMetricDescriptors returns no descriptors.
-func (r *Runtime) ListMetricDescriptors(context.Context, *runtimeapi.ListMetricDescriptorsRequest) (*runtimeapi.ListMetricDescriptorsResponse, error) {
+func (r *statsService) ListMetricDescriptors(context.Context, *runtimeapi.ListMetricDescriptorsRequest) (*runtimeapi.ListMetricDescriptorsResponse, error) {
 	if err := r.begin("ListMetricDescriptors"); err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (r *Runtime) ListMetricDescriptors(context.Context, *runtimeapi.ListMetricD
 }
 
 // ListPodSandboxMetrics returns no metrics.
-func (r *Runtime) ListPodSandboxMetrics(context.Context, *runtimeapi.ListPodSandboxMetricsRequest) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
+func (r *statsService) ListPodSandboxMetrics(context.Context, *runtimeapi.ListPodSandboxMetricsRequest) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
 	if err := r.begin("ListPodSandboxMetrics"); err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (r *Runtime) ListPodSandboxMetrics(context.Context, *runtimeapi.ListPodSand
 }
 
 // StreamPodSandboxMetrics sends one empty message.
-func (r *Runtime) StreamPodSandboxMetrics(_ *runtimeapi.StreamPodSandboxMetricsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxMetricsResponse]) error {
+func (r *statsService) StreamPodSandboxMetrics(_ *runtimeapi.StreamPodSandboxMetricsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxMetricsResponse]) error {
 	if err := r.begin("StreamPodSandboxMetrics"); err != nil {
 		return err
 	}
