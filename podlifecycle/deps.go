@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/runtime/podconfig"
@@ -117,6 +118,13 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	}
 	r.defaults()
 	r.statuses = statusmanager.New(deps.Client)
+	alloc, err := allocation.New(opts.RootDir)
+	if err != nil {
+		return nil, fmt.Errorf("podlifecycle.New: %w (drain the node and remove the file)", err)
+	}
+	r.alloc = alloc
+	r.resizes = &resizer{alloc: alloc, recorder: deps.Recorder, clock: deps.Clock, node: r.node, host: opts.HostResources,
+		admitted: r.admittedPods, syncing: r.syncingPod, enqueue: r.enqueue}
 	var states podsyncer.PodStates
 	if c := r.pleg.Cache(); c != nil {
 		states = c
@@ -125,7 +133,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		Runtime: deps.Runtime, Recorder: deps.Recorder, Clock: deps.Clock, Secrets: deps.Secrets, Node: r.node,
 		Probes: deps.Probes, Volumes: deps.Volumes, Services: deps.Services, PodCgroups: deps.PodCgroups,
 		PullRecords: deps.PullRecords, States: states, Statuses: r.statuses, Enqueue: r.enqueue,
-		AdmittedPods: r.admittedPods,
+		AdmittedPods: r.admittedPods, Actuation: alloc,
 	}.WithDefaults()
 	r.states, r.volumes, r.podCgroups = sdeps.States, sdeps.Volumes, sdeps.PodCgroups
 	syncer, err := podsyncer.New(sdeps, podsyncer.Options{

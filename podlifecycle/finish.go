@@ -18,7 +18,8 @@ import (
 // manager, which writes it when the API does not hold it yet.
 func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.Pod, st *runtime.PodStatus) error {
 	sc := &podsyncer.Scope{Pod: pod, State: w.PodState, Runtime: st,
-		Terminating: w.stage() >= terminating, Terminated: w.stage() == terminated}
+		Terminating: w.stage() >= terminating, Terminated: w.stage() == terminated,
+		ResizeConditions: r.alloc.Conditions(pod.UID)}
 	res, err := r.statuses.SetPodStatus(ctx, pod, func(api *corev1.PodStatus) corev1.PodStatus {
 		return r.syncer.PodStatus(ctx, sc, api)
 	})

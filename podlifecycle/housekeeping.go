@@ -49,6 +49,8 @@ func (h *housekeeping) run(ctx context.Context) {
 	r.enqueueOverwritten(ctx, apiPods)
 	r.syncer.GC()
 	r.states.Retain(r.known) // a state read for a pod whose worker is gone (a late hook) goes too
+	r.alloc.RemoveOrphans(func(uid types.UID) bool { return desired[uid] || inRuntime[uid] || r.known(uid) })
+	r.resizes.retryPending(ctx)
 }
 
 // apiPods are the API's pods in the node's cache, shared with the cache: read them, never change them

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/podsyncer"
@@ -57,6 +58,10 @@ type Reconciler struct {
 	sysctls            *SysctlAllowlist
 	// admitters run before the reconciler's own admission (the eviction manager's).
 	admitters []PodAdmitter
+	// alloc keeps the pods' allocated and actuated resources and their resize conditions; resizes decides
+	// the resizes pods ask for.
+	alloc   *allocation.Manager
+	resizes *resizer
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker

@@ -134,19 +134,35 @@ func (r *Reconciler) forget(w *podWorker) {
 	}
 	r.syncer.Forget(w.UID, w.Key)
 	r.statuses.Forget(w.UID)
+	r.alloc.Remove(w.UID)
+	r.resizes.retryDue.Store(true)
 }
 
-// admittedPods are the pods whose resources count against the node: admitted, not terminated.
+// admittedPods are the pods whose resources count against the node: admitted, not terminated, with the
+// resources they were admitted with (a resize not accepted yet does not count).
 func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []*corev1.Pod
 	for uid, w := range r.workers {
 		if uid != except && w.isAdmitted() && w.stage() != terminated && w.pod != nil {
 			out = append(out, w.pod)
 		}
 	}
+	r.mu.Unlock()
+	for i, p := range out {
+		out[i], _ = r.alloc.PodWithAllocation(p)
+	}
 	return out
+}
+
+// syncingPod is the desired pod of a syncing worker (nil: none).
+func (r *Reconciler) syncingPod(uid types.UID) *corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.workers[uid]; ok && w.stage() == syncing && w.pod != nil {
+		return w.pod
+	}
+	return nil
 }
 
 // pass is what one step of a worker did: the syncer's result and, for a deleted pod whose final status is
@@ -154,6 +170,8 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 type pass struct {
 	podsyncer.Result
 	deleteAfter bool
+	// pod is the pod as the step worked with it (its allocated resources), for its status.
+	pod *corev1.Pod
 }
 
 // syncWorker drives the desired pod's worker one step — admission, sync, termination, or finishing — then
@@ -163,6 +181,9 @@ func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.P
 	p := r.step(ctx, w, pod)
 	if p.Status == nil {
 		return p.Requeue, p.Err
+	}
+	if p.pod != nil {
+		pod = p.pod
 	}
 	if err := r.writeStatus(ctx, w, pod, p.Status); err != nil {
 		return p.Requeue, errors.Join(p.Err, err)
@@ -189,9 +210,15 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 	if w.stage() == syncing && r.shouldTerminate(ctx, w, pod) {
 		w.setState(terminating)
 	}
+	if w.stage() == syncing {
+		pod = r.resizes.allocatedPod(ctx, pod)
+	} else {
+		r.alloc.ClearConditions(pod.UID) // a stopping pod is not resized
+	}
 	sc := &podsyncer.Scope{Pod: pod, State: w.PodState, Runtime: status, Gen: gen}
 	if w.stage() == syncing {
 		res := r.syncer.SyncPod(ctx, sc)
+		r.resizes.report(ctx, pod, res.Resize)
 		if res.Terminate {
 			w.setState(terminating)
 			r.enqueue(w.Key)
@@ -200,7 +227,7 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 				res.Requeue.RequeueAfter(max(left, time.Millisecond))
 			}
 		}
-		return pass{Result: res}
+		return pass{Result: res, pod: pod}
 	}
 	if w.stage() == terminating {
 		res := r.syncer.SyncTerminatingPod(ctx, sc)
@@ -208,6 +235,7 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 			return pass{Result: res}
 		}
 		w.setState(terminated)
+		r.resizes.retryDue.Store(true) // its room is free
 	}
 	res := r.syncer.SyncTerminatedPod(ctx, sc)
 	return pass{Result: res, deleteAfter: res.Err == nil && pod.DeletionTimestamp != nil}
@@ -258,6 +286,7 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 		w.setState(terminated)
 		return false
 	}
+	r.alloc.Restore(pod)
 	if len(status.Sandboxes) > 0 || len(status.Containers) > 0 {
 		w.setAdmitted()
 		return false

@@ -44,7 +44,7 @@ func (b containerRules) convertAttempt(a *runtime.ContainerStatus, old *corev1.C
 		st.State.Waiting = &corev1.ContainerStateWaiting{}
 	}
 	if c, _ := podrules.FindContainer(b.pod, a.Name); c != nil {
-		st.Resources = c.Resources.DeepCopy()
+		st.Resources = statusResources(c, a, st, old, b.in.actuated(a.Name))
 		st.AllocatedResources = c.Resources.Requests.DeepCopy()
 	}
 	return st

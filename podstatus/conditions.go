@@ -46,6 +46,9 @@ var kubeletConditions = map[corev1.PodConditionType]bool{
 // for pods with RestartAllContainers rules), then the override's condition.
 func (b conditionRules) conditions(s *corev1.PodStatus) []corev1.PodCondition {
 	conds := foreignConditions(b.api().Conditions)
+	for _, c := range b.in.ResizeConditions {
+		conds = append(conds, *c.DeepCopy())
+	}
 	all := concatStatuses(s.InitContainerStatuses, s.ContainerStatuses)
 	conds = append(conds, b.conds.readyToStartCondition())
 	conds = append(conds, b.conds.initializedCondition(all, s.Phase))

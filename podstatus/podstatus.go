@@ -62,6 +62,12 @@ type Input struct {
 	HostIPs []string
 	// Override is the pod-level outcome decided by the agent, if any.
 	Override *Override
+	// ResizeConditions are the pod's PodResizePending and PodResizeInProgress conditions, as the agent's
+	// resize decisions keep them.
+	ResizeConditions []corev1.PodCondition
+	// Actuated is the resources last applied to a container of the pod (nil, or ok false: not known): what
+	// the runtime does not report of them (the memory request) is taken from it.
+	Actuated func(container string) (corev1.ResourceRequirements, bool)
 	// Terminating is true once the agent is stopping the pod (deletion, eviction, terminal phase). The
 	// kubelet's status does not depend on it; it is here for the caller's bookkeeping.
 	Terminating bool

@@ -26,6 +26,8 @@ type Scope struct {
 	// Terminating and Terminated are the pod's stage in its worker: its status is that of a pod that
 	// stops, or has stopped for good.
 	Terminating, Terminated bool
+	// ResizeConditions are the pod's resize conditions its worker keeps, for its status.
+	ResizeConditions []corev1.PodCondition
 }
 
 // Result is what a sync did: when to look at the pod again, what failed, and the runtime state its status
@@ -39,6 +41,8 @@ type Result struct {
 	Terminate bool
 	// Stopped (SyncTerminatingPod): no container of the pod runs and no stop is in flight.
 	Stopped bool
+	// Resize (SyncPod) is where the pod's in-place resize stands (nil: the sync did not get that far).
+	Resize *ResizeReport
 }
 
 // Requeue is when a pod wants to be looked at again (0: no need).

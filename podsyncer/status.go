@@ -20,6 +20,10 @@ func (s *Syncer) PodStatus(ctx context.Context, sc *Scope, api *corev1.PodStatus
 		Pod: pod, Runtime: sc.Runtime, Waiting: ps.waitingSnapshot(), HostIPs: s.hostIPs, Override: ps.outcome,
 		Terminating: sc.Terminating || sc.Terminated, Terminated: sc.Terminated,
 		RuntimeName: s.runtimeName(ctx), Now: s.clock.Now(), Ready: s.probes.Ready, Started: s.probes.Started,
+		ResizeConditions: sc.ResizeConditions,
+		Actuated: func(container string) (corev1.ResourceRequirements, bool) {
+			return s.actuation.Actuated(pod.UID, container)
+		},
 		TerminationMessage: func(c *runtime.ContainerStatus) string {
 			return podconfig.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)
 		},

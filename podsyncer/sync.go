@@ -45,10 +45,43 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 	if len(acts.reset) > 0 {
 		return Result{Err: s.resetPod(ctx, ps, pod, acts.reset), Status: sc.Runtime}
 	}
-	if len(acts.kill) > 0 {
-		s.startKill(ctx, ps, pod, acts.kill, ps.effectiveGracePeriod(pod))
+	resizeKills, updates := resizeActions(pod, sc.Runtime, s.actuation, acts.kill)
+	if kills := append(acts.kill, resizeKills...); len(kills) > 0 {
+		s.startKill(ctx, ps, pod, kills, ps.effectiveGracePeriod(pod))
 	}
-	return s.startPhase(ctx, sc, acts.start)
+	resizeErr := s.resizePhase(ctx, sc, updates)
+	res := s.startPhase(ctx, sc, acts.start)
+	res.Resize = resizeReport(pod, sc.Runtime, s.actuation, resizeErr)
+	switch {
+	case resizeErr != nil:
+		res.Requeue.RequeueAfter(resizeRetry)
+	case res.Resize.InProgress:
+		res.Requeue.RequeueAfter(time.Second) // a restart for the resize is under way
+	}
+	return res
+}
+
+// resizeRetry is when a resize that failed to apply is tried again.
+const resizeRetry = 5 * time.Second
+
+// resizePhase applies an in-place resize to the running containers of the pod's ready sandbox and reads
+// them back into sc.Runtime (the runtime reports the resources they now run with).
+func (s *Syncer) resizePhase(ctx context.Context, sc *Scope, updates []resizeUpdate) error {
+	sb := sc.Runtime.ReadySandbox()
+	if sb == nil || len(updates) == 0 {
+		return nil
+	}
+	err := s.applyResize(ctx, sc.Pod, sb.Id, updates)
+	for _, u := range updates {
+		c, rerr := s.cri.ReadContainer(ctx, u.id, sb.Id)
+		if rerr != nil {
+			s.changed(sc.Pod.UID)
+			return errors.Join(err, rerr)
+		}
+		sc.Runtime = sc.Runtime.WithContainer(c)
+	}
+	s.keep(sc.Pod.UID, sc.Runtime, sc.Gen)
+	return err
 }
 
 // sandboxPhase creates the pod's sandbox and adds it, read back, to sc.Runtime. ok is false when there is
@@ -261,6 +294,11 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 		return s.containerFailed(pod, ps, c, "CreateContainerError", err, 10*time.Second), ""
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
+	if sa.kind != runtime.KindEphemeral {
+		if err := s.actuation.SetActuated(pod, c); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", c.Name)
+		}
+	}
 	if err := s.cri.StartContainer(ctx, id); err != nil {
 		return s.containerFailed(pod, ps, c, "RunContainerError", err, 10*time.Second), id
 	}
@@ -301,10 +339,8 @@ func (b *configBuilder) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 		podIPs = b.hostIPs
 	}
 	var nodeAlloc corev1.ResourceList
-	var memCapacity int64
 	if n, err := b.node(ctx); err == nil {
 		nodeAlloc = n.Status.Allocatable
-		memCapacity = n.Status.Capacity.Memory().Value()
 	}
 	env, envMap, err := b.containerEnv(ctx, pod, c, podIPs, nodeAlloc)
 	if err != nil {
@@ -331,12 +367,22 @@ func (b *configBuilder) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	if err != nil {
 		return nil, err
 	}
-	return podconfig.ContainerConfig(pod, c, sa.kind, sa.restartCount, podconfig.ContainerOptions{
-		ImageUID: imageUID, ImageUsername: imageUser,
-		SeccompDefault: b.seccompDefault, SeccompProfileRoot: podconfig.SeccompProfileRoot(b.rootDir), HostResources: b.hostResources,
-		Env: env, Mounts: mounts, Devices: devices, PodIPs: podIPs, ImageRef: imageRef, NodeMemoryCapacity: memCapacity,
-		Files: files, TargetContainerID: targetID,
-	})
+	opts := b.resourceOptions(ctx)
+	opts.ImageUID, opts.ImageUsername = imageUID, imageUser
+	opts.SeccompDefault, opts.SeccompProfileRoot = b.seccompDefault, podconfig.SeccompProfileRoot(b.rootDir)
+	opts.Env, opts.Mounts, opts.Devices, opts.PodIPs, opts.ImageRef = env, mounts, devices, podIPs, imageRef
+	opts.Files, opts.TargetContainerID = files, targetID
+	return podconfig.ContainerConfig(pod, c, sa.kind, sa.restartCount, opts)
+}
+
+// resourceOptions are what a container's CRI resources take from the node: the host's settings and the
+// node's memory capacity (a Burstable container's oom_score_adj), at creation and on a resize alike.
+func (b *configBuilder) resourceOptions(ctx context.Context) podconfig.ContainerOptions {
+	opts := podconfig.ContainerOptions{HostResources: b.hostResources}
+	if n, err := b.node(ctx); err == nil {
+		opts.NodeMemoryCapacity = n.Status.Capacity.Memory().Value()
+	}
+	return opts
 }
 
 // containerEnv is the container's environment (the kubelet's makeEnvironmentVariables), as CRI key-values and

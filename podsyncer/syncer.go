@@ -14,6 +14,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/imagepull"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
@@ -25,15 +26,16 @@ import (
 // pod's Scope by the pod's worker, which alone decides when. A sync acts on the runtime, the volumes and the
 // pod's cgroup, and returns what it did; it never writes the API.
 type Syncer struct {
-	cri      Runtime
-	recorder EventRecorder
-	clock    clock.Clock
-	secrets  Objects // nil without an API server
-	probes   Prober
-	volumes  Volumes
-	states   PodStates
-	statuses StatusCache
-	enqueue  func(types.NamespacedName)
+	cri       Runtime
+	recorder  EventRecorder
+	clock     clock.Clock
+	secrets   Objects // nil without an API server
+	probes    Prober
+	volumes   Volumes
+	states    PodStates
+	statuses  StatusCache
+	actuation Actuation
+	enqueue   func(types.NamespacedName)
 
 	rootDir      string
 	hostIPs      []string
@@ -86,6 +88,9 @@ type Deps struct {
 	Enqueue func(types.NamespacedName)
 	// AdmittedPods are the pods admitted to the node and not terminated, but except (for the QoS cgroups).
 	AdmittedPods func(except types.UID) []*corev1.Pod
+	// Actuation records the resources applied to each container, for in-place resizes (nil: kept in
+	// memory only).
+	Actuation Actuation
 }
 
 // Options are the Syncer's settings. NodeName and RootDir are required.
@@ -125,6 +130,9 @@ func (d Deps) WithDefaults() Deps {
 	if d.States == nil {
 		d.States = noStates{}
 	}
+	if d.Actuation == nil {
+		d.Actuation = allocation.InMemory()
+	}
 	return d
 }
 
@@ -151,7 +159,8 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 	s := &Syncer{
 		cri: deps.Runtime, recorder: deps.Recorder, clock: deps.Clock, secrets: deps.Secrets,
 		probes: deps.Probes, volumes: deps.Volumes, states: deps.States, statuses: deps.Statuses, enqueue: deps.Enqueue,
-		rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox, resyncPeriod: opts.ResyncPeriod,
+		actuation: deps.Actuation,
+		rootDir:   opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox, resyncPeriod: opts.ResyncPeriod,
 		metrics: newMetrics(nil),
 	}
 	if s.resyncPeriod <= 0 {
@@ -238,6 +247,8 @@ type Runtime interface {
 	CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, timeout int64) error
+	UpdateContainerResources(ctx context.Context, id string, linux *runtimeapi.LinuxContainerResources) error
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 	RemoveContainer(ctx context.Context, id string) error
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
 }

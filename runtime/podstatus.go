@@ -56,6 +56,9 @@ type ContainerStatus struct {
 	PodTerminationGracePeriod int64
 	// TerminationLogHostPath is the host file mounted at TerminationMessagePath, if any.
 	TerminationLogHostPath string
+	// Resources are the Linux resources the runtime reports the container runs with (nil when it reports
+	// none: older runtimes, or a container that is not running).
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // FindContainer returns the newest attempt of the named container, or nil.
@@ -177,6 +180,7 @@ func DecodeContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *Con
 		TerminationMessagePolicy:  a[AnnotationTerminationMessagePolicy],
 		PreStop:                   a[AnnotationContainerPreStopHandler],
 		PodTerminationGracePeriod: -1,
+		Resources:                 s.GetResources().GetLinux(),
 	}
 	if cs.Image == "" {
 		cs.Image = s.GetImage().GetImage()

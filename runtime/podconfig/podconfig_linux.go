@@ -121,12 +121,13 @@ func linuxContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ContainerOp
 	if err != nil {
 		return nil, err
 	}
-	return &runtimeapi.LinuxContainerConfig{Resources: containerResources(pod, c, opts), SecurityContext: sc}, nil
+	return &runtimeapi.LinuxContainerConfig{Resources: ContainerResources(pod, c, opts), SecurityContext: sc}, nil
 }
 
-// containerResources: the container's cpu request (defaulting to its limit), cpu and memory limits
-// (pod-level limits stand in for unset ones), oom_score_adj, huge page limits, cgroup v2 settings and swap.
-func containerResources(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
+// ContainerResources are the container's CRI resources, at creation and on an in-place resize: its cpu
+// request (defaulting to its limit), cpu and memory limits (pod-level limits stand in for unset ones),
+// oom_score_adj, huge page limits, cgroup v2 settings and swap.
+func ContainerResources(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
 	cpuLimit := containerLimit(pod, c, corev1.ResourceCPU)
 	cpuRequest, ok := c.Resources.Requests[corev1.ResourceCPU]
 	if !ok {

@@ -1,0 +1,333 @@
+package podsyncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelet/nodelet/allocation"
+	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtime/podconfig"
+)
+
+// Actuation is the record of the resources applied to each pod's containers (allocation.Manager): what
+// an in-place resize is measured against, and what it updates.
+type Actuation interface {
+	Actuated(uid types.UID, container string) (corev1.ResourceRequirements, bool)
+	SetActuated(pod *corev1.Pod, c *corev1.Container) error
+}
+
+// ResizeReport is where a pod's in-place resize stands after a sync.
+type ResizeReport struct {
+	// InProgress: a running container of the pod (regular or sidecar) has other resources than allocated.
+	InProgress bool
+	// Err is why applying the resize failed (the PodResizeInProgress condition's Error message).
+	Err error
+}
+
+// resizeUpdate is a running container whose cpu or memory is to change in place.
+type resizeUpdate struct {
+	container *corev1.Container
+	id        string
+	current   corev1.ResourceRequirements // as actuated
+	desired   corev1.ResourceRequirements // as allocated (effective limits)
+}
+
+// resizedResources are the resources of a container a resize looks at, in the order the kubelet applies
+// them.
+var resizedResources = []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU}
+
+// resizeActions compares each running resizable container of the (allocated) pod with what was applied to
+// it: a change of a resource whose resizePolicy is RestartContainer restarts the container (a kill; its
+// restart policy brings it back with the new resources), any other change is an in-place update.
+// Containers already being killed are left alone.
+func resizeActions(pod *corev1.Pod, st *runtime.PodStatus, act Actuation, killing []killAction) (kills []killAction, updates []resizeUpdate) {
+	for _, rc := range runningResizable(pod, st) {
+		if isKilled(killing, rc.status.ID) {
+			continue
+		}
+		desired := allocation.EffectiveResources(pod, rc.container)
+		current, _ := act.Actuated(pod.UID, rc.container.Name)
+		changed := changedResources(current, desired)
+		if len(changed) == 0 {
+			continue
+		}
+		if rc.kind != runtime.KindInit && needsRestart(rc.container, changed) {
+			kills = append(kills, killAction{container: rc.status, message: "Container " + rc.container.Name + " resize requires restart"})
+			continue
+		}
+		updates = append(updates, resizeUpdate{container: rc.container, id: rc.status.ID, current: current, desired: desired})
+	}
+	return kills, updates
+}
+
+type runningContainer struct {
+	container *corev1.Container
+	kind      runtime.ContainerKind
+	status    *runtime.ContainerStatus
+}
+
+// runningResizable are the pod's running containers a resize applies to: init containers (sidecars and
+// the others) and regular containers, by their newest attempt.
+func runningResizable(pod *corev1.Pod, st *runtime.PodStatus) []runningContainer {
+	var out []runningContainer
+	add := func(c *corev1.Container, kind runtime.ContainerKind) {
+		if last := st.FindContainer(c.Name); last != nil && last.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			out = append(out, runningContainer{container: c, kind: kind, status: last})
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		kind := runtime.KindInit
+		if podrules.IsSidecar(&pod.Spec.InitContainers[i]) {
+			kind = runtime.KindSidecar
+		}
+		add(&pod.Spec.InitContainers[i], kind)
+	}
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i], runtime.KindRegular)
+	}
+	return out
+}
+
+func isKilled(kills []killAction, id string) bool {
+	for _, k := range kills {
+		if k.container.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// changedResources are the resources (cpu, memory) whose request or limit differ between two records.
+func changedResources(current, desired corev1.ResourceRequirements) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for _, name := range resizedResources {
+		if !sameQuantity(current.Requests, desired.Requests, name) || !sameQuantity(current.Limits, desired.Limits, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
+	qa, oka := a[name]
+	qb, okb := b[name]
+	if !oka || !okb {
+		return oka == okb || (qa.IsZero() && qb.IsZero())
+	}
+	return qa.Cmp(qb) == 0
+}
+
+// needsRestart: a changed resource's resizePolicy is RestartContainer (NotRequired is the default).
+func needsRestart(c *corev1.Container, changed []corev1.ResourceName) bool {
+	for _, p := range c.ResizePolicy {
+		for _, name := range changed {
+			if p.ResourceName == name && p.RestartPolicy == corev1.RestartContainer {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resizeReport says whether the pod's running regular and sidecar containers run with their allocation
+// (the kubelet's IsPodResizeInProgress; a running non-sidecar init container does not hold a resize).
+func resizeReport(pod *corev1.Pod, st *runtime.PodStatus, act Actuation, err error) *ResizeReport {
+	r := &ResizeReport{Err: err}
+	for _, rc := range runningResizable(pod, st) {
+		if rc.kind == runtime.KindInit {
+			continue
+		}
+		current, _ := act.Actuated(pod.UID, rc.container.Name)
+		if len(changedResources(current, allocation.EffectiveResources(pod, rc.container))) > 0 {
+			r.InProgress = true
+		}
+	}
+	return r
+}
+
+// applyResize updates the running containers in place, as the kubelet's doPodResizeAction: memory limit
+// decreases are checked against the containers' usage first (nothing is applied when one would go below
+// it); then memory and then cpu, each with its decreases before its increases; the pod cgroup is raised
+// before the containers and lowered after them. Each container's record is updated as its update lands,
+// so a failure leaves the rest to the next sync.
+func (s *Syncer) applyResize(ctx context.Context, pod *corev1.Pod, sandboxID string, updates []resizeUpdate) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	if err := s.checkMemoryDecrease(ctx, sandboxID, updates); err != nil {
+		return err
+	}
+	current := s.actuatedPod(pod)
+	if err := s.cgroups.resizePodCgroup(current, pod, true); err != nil {
+		return err
+	}
+	for _, name := range resizedResources {
+		for _, increase := range []bool{false, true} {
+			for i := range updates {
+				u := &updates[i]
+				if sameQuantity(u.current.Limits, u.desired.Limits, name) && sameQuantity(u.current.Requests, u.desired.Requests, name) {
+					continue
+				}
+				if grows(u, name) != increase {
+					continue
+				}
+				if err := s.updateContainer(ctx, pod, u, name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return s.cgroups.resizePodCgroup(current, pod, false)
+}
+
+// grows: the update raises the resource's limit (or, with the limit unchanged, its request).
+func grows(u *resizeUpdate, name corev1.ResourceName) bool {
+	cur, des := u.current.Limits[name], u.desired.Limits[name]
+	if cur.Cmp(des) == 0 {
+		cur, des = u.current.Requests[name], u.desired.Requests[name]
+	}
+	if cur.IsZero() && !des.IsZero() {
+		return false // a limit added where there was none lowers it
+	}
+	return des.IsZero() || des.Cmp(cur) > 0
+}
+
+// updateContainer applies the resource name's desired values to the container (its other resource as
+// actuated) with UpdateContainerResources, and records them.
+func (s *Syncer) updateContainer(ctx context.Context, pod *corev1.Pod, u *resizeUpdate, name corev1.ResourceName) error {
+	next := u.current.DeepCopy()
+	setResource(next, u.desired, name)
+	c := u.container.DeepCopy()
+	c.Resources = *next
+	res := podconfig.ContainerResources(pod, c, s.config.resourceOptions(ctx))
+	ctrl.LoggerFrom(ctx).V(1).Info("Resizing container in place", "container", u.container.Name, "resource", name,
+		"cpuShares", res.CpuShares, "cpuQuota", res.CpuQuota, "memoryLimit", res.MemoryLimitInBytes)
+	if err := s.cri.UpdateContainerResources(ctx, u.id, res); err != nil {
+		return fmt.Errorf("update container %q resources: %w", u.container.Name, err)
+	}
+	if err := s.actuation.SetActuated(pod, c); err != nil {
+		return err
+	}
+	u.current = *next
+	return nil
+}
+
+// setResource copies name's request and limit (or their absence) from src into dst.
+func setResource(dst *corev1.ResourceRequirements, src corev1.ResourceRequirements, name corev1.ResourceName) {
+	for _, l := range []struct {
+		dst *corev1.ResourceList
+		src corev1.ResourceList
+	}{{&dst.Requests, src.Requests}, {&dst.Limits, src.Limits}} {
+		q, ok := l.src[name]
+		if !ok {
+			delete(*l.dst, name)
+			continue
+		}
+		if *l.dst == nil {
+			*l.dst = corev1.ResourceList{}
+		}
+		(*l.dst)[name] = q.DeepCopy()
+	}
+}
+
+// actuatedPod is the pod as its containers were last given resources (the allocation where no record is).
+func (s *Syncer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
+	out := pod.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range cs {
+			if r, ok := s.actuation.Actuated(pod.UID, cs[i].Name); ok {
+				cs[i].Resources = r
+			}
+		}
+	}
+	return out
+}
+
+// checkMemoryDecrease refuses a memory limit decrease that would put a container (or the pod) below what
+// it uses now, as the kubelet's validatePodResizeAction: the kernel would have to reclaim or OOM-kill.
+func (s *Syncer) checkMemoryDecrease(ctx context.Context, sandboxID string, updates []resizeUpdate) error {
+	decreasing := map[string]int64{}
+	for _, u := range updates {
+		cur, des := u.current.Limits[corev1.ResourceMemory], u.desired.Limits[corev1.ResourceMemory]
+		if !des.IsZero() && (cur.IsZero() || des.Cmp(cur) < 0) {
+			decreasing[u.container.Name] = des.Value()
+		}
+	}
+	if len(decreasing) == 0 {
+		return nil
+	}
+	stats, err := s.cri.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{PodSandboxId: sandboxID})
+	if err != nil {
+		return fmt.Errorf("cannot decrease memory limits: %w", err)
+	}
+	usage := map[string]*runtimeapi.UInt64Value{}
+	for _, st := range stats {
+		usage[st.GetAttributes().GetMetadata().GetName()] = st.GetMemory().GetUsageBytes()
+	}
+	var errs []string
+	for _, u := range updates {
+		limit, ok := decreasing[u.container.Name]
+		if !ok {
+			continue
+		}
+		used := usage[u.container.Name]
+		switch {
+		case used == nil:
+			errs = append(errs, fmt.Sprintf("missing container %q memory usage", u.container.Name))
+		case used.GetValue() >= uint64(limit):
+			errs = append(errs, fmt.Sprintf("attempting to set container %q memory limit (%d) below current usage (%d)",
+				u.container.Name, limit, used.GetValue()))
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errors.New("cannot decrease memory limits: " + errs[0])
+	}
+	return errors.New("cannot decrease memory limits: [" + strings.Join(errs, ", ") + "]")
+}
+
+// resizePodCgroup brings the pod cgroup's cpu and memory from the current pod's values to the desired
+// pod's: before the containers (raise) it applies the larger of each, after them (lower) the desired.
+func (c *cgroupKeeper) resizePodCgroup(current, desired *corev1.Pod, raise bool) error {
+	if podconfig.PodCgroupParent(desired, c.sandboxOpts) == "" {
+		return nil // no pod cgroups: the runtime keeps the pod's cgroup
+	}
+	class := podrules.GetPodQOS(desired)
+	want := podrules.PodCgroupResources(desired, class)
+	if raise {
+		want = upper(podrules.PodCgroupResources(current, class), want)
+	}
+	parent := podconfig.PodCgroupName(desired, c.sandboxOpts).ToCgroupfs()
+	if err := c.podCgroups.Ensure(parent, want); err != nil {
+		return fmt.Errorf("resize pod cgroup: %w", err)
+	}
+	return nil
+}
+
+// upper is, for each of cpu shares, cpu quota and memory limit, the larger of a's and b's (no limit being
+// the largest).
+func upper(a, b podrules.PodCgroup) podrules.PodCgroup {
+	out := b
+	out.CPUShares = max(a.CPUShares, b.CPUShares)
+	out.CPUQuota = largerLimit(a.CPUQuota, b.CPUQuota)
+	out.MemoryLimit = largerLimit(a.MemoryLimit, b.MemoryLimit)
+	return out
+}
+
+func largerLimit(a, b *int64) *int64 {
+	if a == nil || b == nil {
+		return nil
+	}
+	v := max(*a, *b)
+	return &v
+}
