@@ -87,7 +87,11 @@ type NodeReconciler struct {
 	Reserved       corev1.ResourceList // systemReserved + kubeReserved
 	HardEviction   []config.Threshold  // held back from allocatable
 	KubeletVersion string
-	HealthChecks   []HealthCheck
+	// DeclaredFeatures are the node's status.declaredFeatures: the features newer than the oldest API
+	// server the node works with that it implements (the API server's NodeDeclaredFeatures admission lets
+	// only such pods and updates through).
+	DeclaredFeatures []string
+	HealthChecks     []HealthCheck
 	// Pressure reports the pressure conditions; nil reports none (a simulated node).
 	Pressure PressureSource
 	// Volumes gives status.volumesInUse; nil: none (a simulated node).

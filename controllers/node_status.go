@@ -291,6 +291,7 @@ func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pr
 	if r.Volumes != nil {
 		s.VolumesInUse = r.Volumes.VolumesInUse()
 	}
+	s.DeclaredFeatures = r.DeclaredFeatures
 	return s
 }
 
