@@ -17,7 +17,7 @@ const reasonFailedCreatePodContainer = "FailedCreatePodContainer"
 
 // ensurePodCgroup makes the pod's cgroup (the sandbox's cgroup parent) with the kubelet's pod limits
 // before the sandbox runs. A failure is reported as the kubelet reports it, and the sandbox waits.
-func (c *cgroupKeeper) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig) bool {
+func (c *cgroupKeeper) ensurePodCgroup(ctx context.Context, ps *PodState, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig) bool {
 	if cfg.GetLinux().GetCgroupParent() == "" {
 		return true
 	}
@@ -27,11 +27,13 @@ func (c *cgroupKeeper) ensurePodCgroup(ctx context.Context, pod *corev1.Pod, cfg
 	if err := c.podCgroups.UpdateQoS(c.burstableMilliCPU()); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to update QoS cgroups while syncing pod")
 	}
-	if err := c.podCgroups.Ensure(parent, podrules.PodCgroupResources(pod, podrules.GetPodQOS(pod))); err != nil {
+	res := podrules.PodCgroupResources(pod, podrules.GetPodQOS(pod))
+	if err := c.podCgroups.Ensure(parent, res); err != nil {
 		c.recorder.Eventf(PodRef(pod), corev1.EventTypeWarning, reasonFailedCreatePodContainer, "unable to ensure pod container exists: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to ensure that the pod's cgroups exist and are correctly applied")
 		return false
 	}
+	ps.podCgroup = &res
 	return true
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -153,22 +154,10 @@ func resizeReport(pod *corev1.Pod, st *runtime.PodStatus, act Actuation, err err
 	return r
 }
 
-// applyResize updates the running containers in place, as the kubelet's doPodResizeAction: memory limit
-// decreases are checked against the containers' usage first (nothing is applied when one would go below
-// it); then memory and then cpu, each with its decreases before its increases; the pod cgroup is raised
-// before the containers and lowered after them. Each container's record is updated as its update lands,
-// so a failure leaves the rest to the next sync.
-func (s *Syncer) applyResize(ctx context.Context, pod *corev1.Pod, sandboxID string, updates []resizeUpdate) error {
-	if len(updates) == 0 {
-		return nil
-	}
-	if err := s.checkMemoryDecrease(ctx, sandboxID, updates); err != nil {
-		return err
-	}
-	current := s.actuatedPod(pod)
-	if err := s.cgroups.resizePodCgroup(current, pod, true); err != nil {
-		return err
-	}
+// updateContainers updates the running containers in place, as the kubelet's doPodResizeAction: memory
+// then cpu, each with its decreases before its increases. Each container's record is updated as its
+// update lands, so a failure leaves the rest to the next sync.
+func (s *Syncer) updateContainers(ctx context.Context, pod *corev1.Pod, updates []resizeUpdate) error {
 	for _, name := range resizedResources {
 		for _, increase := range []bool{false, true} {
 			for i := range updates {
@@ -185,7 +174,7 @@ func (s *Syncer) applyResize(ctx context.Context, pod *corev1.Pod, sandboxID str
 			}
 		}
 	}
-	return s.cgroups.resizePodCgroup(current, pod, false)
+	return nil
 }
 
 // grows: the update raises the resource's limit (or, with the limit unchanged, its request).
@@ -296,21 +285,31 @@ func (s *Syncer) checkMemoryDecrease(ctx context.Context, sandboxID string, upda
 	return errors.New("cannot decrease memory limits: [" + strings.Join(errs, ", ") + "]")
 }
 
-// resizePodCgroup brings the pod cgroup's cpu and memory from the current pod's values to the desired
-// pod's: before the containers (raise) it applies the larger of each, after them (lower) the desired.
-func (c *cgroupKeeper) resizePodCgroup(current, desired *corev1.Pod, raise bool) error {
-	if podconfig.PodCgroupParent(desired, c.sandboxOpts) == "" {
+// syncPodCgroup keeps the pod cgroup's cpu and memory on the (allocated) pod's values: while containers
+// are resized (in place or by a restart under way) it holds the larger of the values last applied and the
+// desired ones, so no container is squeezed; once none is, the desired values. The values last applied are
+// remembered per pod (unknown after an agent restart: written again once).
+func (c *cgroupKeeper) syncPodCgroup(ps *PodState, pod, actuated *corev1.Pod, resizing bool) error {
+	if podconfig.PodCgroupParent(pod, c.sandboxOpts) == "" {
 		return nil // no pod cgroups: the runtime keeps the pod's cgroup
 	}
-	class := podrules.GetPodQOS(desired)
-	want := podrules.PodCgroupResources(desired, class)
-	if raise {
-		want = upper(podrules.PodCgroupResources(current, class), want)
+	class := podrules.GetPodQOS(pod)
+	want := podrules.PodCgroupResources(pod, class)
+	if resizing {
+		last := podrules.PodCgroupResources(actuated, class)
+		if ps.podCgroup != nil {
+			last = *ps.podCgroup
+		}
+		want = upper(last, want)
 	}
-	parent := podconfig.PodCgroupName(desired, c.sandboxOpts).ToCgroupfs()
+	if ps.podCgroup != nil && equality.Semantic.DeepEqual(*ps.podCgroup, want) {
+		return nil
+	}
+	parent := podconfig.PodCgroupName(pod, c.sandboxOpts).ToCgroupfs()
 	if err := c.podCgroups.Ensure(parent, want); err != nil {
 		return fmt.Errorf("resize pod cgroup: %w", err)
 	}
+	ps.podCgroup = &want
 	return nil
 }
 

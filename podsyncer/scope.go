@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/runtime"
 )
@@ -73,6 +74,8 @@ type PodState struct {
 	terminatingSince time.Time
 	kill             *killOp
 	tornDown         bool
+	// podCgroup is what was last written to the pod's cgroup (nil: not known since the agent started).
+	podCgroup *podrules.PodCgroup
 
 	mu          sync.Mutex                   // guards waiting
 	waiting     map[string]podstatus.Waiting // why containers wait, by name (background work sets it too)

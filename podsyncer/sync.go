@@ -49,7 +49,7 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 	if kills := append(acts.kill, resizeKills...); len(kills) > 0 {
 		s.startKill(ctx, ps, pod, kills, ps.effectiveGracePeriod(pod))
 	}
-	resizeErr := s.resizePhase(ctx, sc, updates)
+	resizeErr := s.resizePhase(ctx, sc, len(resizeKills) > 0, updates)
 	res := s.startPhase(ctx, sc, acts.start)
 	res.Resize = resizeReport(pod, sc.Runtime, s.actuation, resizeErr)
 	switch {
@@ -64,23 +64,39 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 // resizeRetry is when a resize that failed to apply is tried again.
 const resizeRetry = 5 * time.Second
 
-// resizePhase applies an in-place resize to the running containers of the pod's ready sandbox and reads
-// them back into sc.Runtime (the runtime reports the resources they now run with).
-func (s *Syncer) resizePhase(ctx context.Context, sc *Scope, updates []resizeUpdate) error {
+// resizePhase applies an in-place resize to the running containers of the pod's ready sandbox, the pod
+// cgroup raised first, and reads them back into sc.Runtime (the runtime reports the resources they now run
+// with); the pod cgroup is lowered to the pod's values once no container is being resized or restarted.
+// A memory limit decrease below what a container uses is refused before anything is applied.
+func (s *Syncer) resizePhase(ctx context.Context, sc *Scope, restarting bool, updates []resizeUpdate) error {
 	sb := sc.Runtime.ReadySandbox()
-	if sb == nil || len(updates) == 0 {
+	if sb == nil {
 		return nil
 	}
-	err := s.applyResize(ctx, sc.Pod, sb.Id, updates)
+	ps, pod := sc.State, sc.Pod
+	if err := s.checkMemoryDecrease(ctx, sb.Id, updates); err != nil {
+		return err
+	}
+	resizing := restarting || len(updates) > 0 || ps.Stopping()
+	if err := s.cgroups.syncPodCgroup(ps, pod, s.actuatedPod(pod), resizing); err != nil {
+		return err
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	err := s.updateContainers(ctx, pod, updates)
 	for _, u := range updates {
 		c, rerr := s.cri.ReadContainer(ctx, u.id, sb.Id)
 		if rerr != nil {
-			s.changed(sc.Pod.UID)
+			s.changed(pod.UID)
 			return errors.Join(err, rerr)
 		}
 		sc.Runtime = sc.Runtime.WithContainer(c)
 	}
-	s.keep(sc.Pod.UID, sc.Runtime, sc.Gen)
+	s.keep(pod.UID, sc.Runtime, sc.Gen)
+	if err == nil && !restarting {
+		err = s.cgroups.syncPodCgroup(ps, pod, pod, false)
+	}
 	return err
 }
 
@@ -187,7 +203,7 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 		return "", wait, nil
 	}
 	cfg, err := s.config.sandboxConfig(pod, attempt)
-	if err == nil && !s.cgroups.ensurePodCgroup(ctx, pod, cfg) {
+	if err == nil && !s.cgroups.ensurePodCgroup(ctx, ps, pod, cfg) {
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
 		return "", s.sandboxBackoff.Delay(bkey), nil
 	}
