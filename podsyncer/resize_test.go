@@ -137,4 +137,3 @@ func TestResizePolicyRestartContainer(t *testing.T) {
 		}
 	}
 }
-
