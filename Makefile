@@ -68,6 +68,10 @@ CONFORMANCE_CI_FOCUS := \[NodeConformance\].*\[Conformance\]|\[Conformance\].*\[
 conformance-ci: build ## The conformance subset CI runs: [Conformance] specs of [NodeConformance] with nodelet.
 	FOCUS='$(CONFORMANCE_CI_FOCUS)' NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh
 
+.PHONY: conformance-node
+conformance-node: build ## Every non-alpha upstream [sig-node] spec (in-place resize, security contexts, runtime classes, ...) on a bed of its own (AGENT=kubelet for the real kubelet; SERIAL=1: the [Serial] ones).
+	SUITE=sig-node NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh
+
 .PHONY: conformance-storage
 conformance-storage: build ## Upstream e2e [sig-storage] specs that need no cloud (in-tree local/hostPath/emptydir drivers, PersistentVolumes-local, CSI hostpath and mock) on the systemd bed (AGENT=kubelet, CSI=0: in-tree only, SERIAL=1: the [Serial] ones).
 	SUITE=storage NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/conformance.sh

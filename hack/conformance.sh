@@ -7,6 +7,9 @@
 #
 # Suites (SUITE):
 #   node     [NodeConformance] (the default).
+#   sig-node every [sig-node] spec but the alpha and off-by-default ones (Alpha, Feature:OffByDefault): in-place
+#            resize, security contexts, runtime classes, pod-level resources and the rest beyond
+#            [NodeConformance].
 #   storage  [sig-storage] specs that need no cloud: the in-tree hostPath, hostPathSymlink, emptydir and local
 #            drivers, PersistentVolumes-local, and the CSI hostpath driver and CSI mock (CSI=0 leaves those two
 #            out). It runs on a bed whose cgroup driver is systemd (hack/systemd.sh: PID 1 of the bed is systemd,
@@ -43,10 +46,11 @@ STORAGE_UNBUILDABLE='should provision storage with any volume data source'
 suite_focus() {
   case $SUITE in
     node) echo '\[NodeConformance\]' ;;
+    sig-node) echo '\[sig-node\]' ;;
     storage)
       if [ "$CSI" = 1 ]; then echo "\[sig-storage\].*($STORAGE_IN_TREE|$STORAGE_CSI)"
       else echo "\[sig-storage\].*($STORAGE_IN_TREE)"; fi ;;
-    *) die "SUITE=$SUITE: want node or storage" ;;
+    *) die "SUITE=$SUITE: want node, sig-node or storage" ;;
   esac
 }
 
@@ -55,6 +59,7 @@ suite_skip() {
   local skip=$PARALLEL_SKIP
   [ "$SERIAL" = 1 ] && skip=$SERIAL_SKIP
   [ "$SUITE" = storage ] && skip+="|Feature:|$STORAGE_UNBUILDABLE"
+  [ "$SUITE" = sig-node ] && skip+='|Alpha|Feature:OffByDefault'
   echo "$skip"
 }
 
