@@ -33,6 +33,53 @@ type ResizeReport struct {
 	Err error
 }
 
+// resizer applies in-place resizes to a pod's running containers and its pod cgroup, and keeps the record
+// of what each container was given (actuation).
+type resizer struct {
+	cri       Runtime
+	actuation Actuation
+	config    *configBuilder
+	cgroups   *cgroupKeeper
+	changed   func(uid types.UID)
+	keep      func(uid types.UID, st *runtime.PodStatus, gen uint64)
+}
+
+// resizePhase applies an in-place resize to the running containers of the pod's ready sandbox, the pod
+// cgroup raised first, and reads them back into sc.Runtime (the runtime reports the resources they now run
+// with); the pod cgroup is lowered to the pod's values once no container is being resized or restarted.
+// A memory limit decrease below what a container uses is refused before anything is applied.
+func (s *resizer) phase(ctx context.Context, sc *Scope, restarting bool, updates []resizeUpdate) error {
+	sb := sc.Runtime.ReadySandbox()
+	if sb == nil {
+		return nil
+	}
+	ps, pod := sc.State, sc.Pod
+	if err := s.checkMemoryDecrease(ctx, sb.Id, updates); err != nil {
+		return err
+	}
+	resizing := restarting || len(updates) > 0 || ps.Stopping()
+	if err := s.cgroups.syncPodCgroup(ps, pod, s.actuatedPod(pod), resizing); err != nil {
+		return err
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	err := s.updateContainers(ctx, pod, updates)
+	for _, u := range updates {
+		c, rerr := s.cri.ReadContainer(ctx, u.id, sb.Id)
+		if rerr != nil {
+			s.changed(pod.UID)
+			return errors.Join(err, rerr)
+		}
+		sc.Runtime = sc.Runtime.WithContainer(c)
+	}
+	s.keep(pod.UID, sc.Runtime, sc.Gen)
+	if err == nil && !restarting {
+		err = s.cgroups.syncPodCgroup(ps, pod, pod, false)
+	}
+	return err
+}
+
 // resizeUpdate is a running container whose cpu or memory is to change in place.
 type resizeUpdate struct {
 	container *corev1.Container
@@ -157,7 +204,7 @@ func resizeReport(pod *corev1.Pod, st *runtime.PodStatus, act Actuation, err err
 // updateContainers updates the running containers in place, as the kubelet's doPodResizeAction: memory
 // then cpu, each with its decreases before its increases. Each container's record is updated as its
 // update lands, so a failure leaves the rest to the next sync.
-func (s *Syncer) updateContainers(ctx context.Context, pod *corev1.Pod, updates []resizeUpdate) error {
+func (s *resizer) updateContainers(ctx context.Context, pod *corev1.Pod, updates []resizeUpdate) error {
 	for _, name := range resizedResources {
 		for _, increase := range []bool{false, true} {
 			for i := range updates {
@@ -191,7 +238,7 @@ func grows(u *resizeUpdate, name corev1.ResourceName) bool {
 
 // updateContainer applies the resource name's desired values to the container (its other resource as
 // actuated) with UpdateContainerResources, and records them.
-func (s *Syncer) updateContainer(ctx context.Context, pod *corev1.Pod, u *resizeUpdate, name corev1.ResourceName) error {
+func (s *resizer) updateContainer(ctx context.Context, pod *corev1.Pod, u *resizeUpdate, name corev1.ResourceName) error {
 	next := u.current.DeepCopy()
 	setResource(next, u.desired, name)
 	c := u.container.DeepCopy()
@@ -228,7 +275,7 @@ func setResource(dst *corev1.ResourceRequirements, src corev1.ResourceRequiremen
 }
 
 // actuatedPod is the pod as its containers were last given resources (the allocation where no record is).
-func (s *Syncer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
+func (s *resizer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
 	out := pod.DeepCopy()
 	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
 		for i := range cs {
@@ -242,7 +289,7 @@ func (s *Syncer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
 
 // checkMemoryDecrease refuses a memory limit decrease that would put a container (or the pod) below what
 // it uses now, as the kubelet's validatePodResizeAction: the kernel would have to reclaim or OOM-kill.
-func (s *Syncer) checkMemoryDecrease(ctx context.Context, sandboxID string, updates []resizeUpdate) error {
+func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, updates []resizeUpdate) error {
 	decreasing := map[string]int64{}
 	for _, u := range updates {
 		cur, des := u.current.Limits[corev1.ResourceMemory], u.desired.Limits[corev1.ResourceMemory]

@@ -52,7 +52,7 @@ func resizeScope(t *testing.T, s *Syncer, cpu, memory string) (*Scope, []resizeU
 	t.Helper()
 	pod := cgroupPod()
 	pod.Spec.Containers[0].Resources = guaranteed("100m", "100Mi")
-	if err := s.actuation.SetActuated(pod, &pod.Spec.Containers[0]); err != nil {
+	if err := s.resize.actuation.SetActuated(pod, &pod.Spec.Containers[0]); err != nil {
 		t.Fatal(err)
 	}
 	pod = pod.DeepCopy()
@@ -61,7 +61,7 @@ func resizeScope(t *testing.T, s *Syncer, cpu, memory string) (*Scope, []resizeU
 		Sandboxes:  []*runtimeapi.PodSandboxStatus{{Id: "sb1", State: runtimeapi.PodSandboxState_SANDBOX_READY}},
 		Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app", SandboxID: "sb1", State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
 	}
-	kills, updates := resizeActions(pod, st, s.actuation, nil)
+	kills, updates := resizeActions(pod, st, s.resize.actuation, nil)
 	if len(kills) != 0 || len(updates) != 1 {
 		t.Fatalf("resizeActions = %d kills, %d updates; want one update", len(kills), len(updates))
 	}
@@ -73,9 +73,9 @@ func resizeScope(t *testing.T, s *Syncer, cpu, memory string) (*Scope, []resizeU
 func TestResizeRaisesThePodCgroupFirstAndLowersItLast(t *testing.T) {
 	cg := &resizeLog{usage: 10 << 20}
 	s, _ := cgroupReconciler(t, &cg.cgroupLog)
-	s.cri, s.cgroups.podCgroups = cg, cg
+	s.resize.cri, s.cgroups.podCgroups = cg, cg
 	sc, updates := resizeScope(t, s, "200m", "50Mi")
-	if err := s.resizePhase(context.Background(), sc, false, updates); err != nil {
+	if err := s.resize.phase(context.Background(), sc, false, updates); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
@@ -87,7 +87,7 @@ func TestResizeRaisesThePodCgroupFirstAndLowersItLast(t *testing.T) {
 	if got := cg.entries(); got != want {
 		t.Errorf("calls:\n%s\nwant:\n%s", got, want)
 	}
-	if r := resizeReport(sc.Pod, sc.Runtime, s.actuation, nil); r.InProgress {
+	if r := resizeReport(sc.Pod, sc.Runtime, s.resize.actuation, nil); r.InProgress {
 		t.Error("InProgress after the resize was applied")
 	}
 }
@@ -96,9 +96,9 @@ func TestResizeRaisesThePodCgroupFirstAndLowersItLast(t *testing.T) {
 func TestResizeRefusesAMemoryLimitBelowUsage(t *testing.T) {
 	cg := &resizeLog{usage: 80 << 20}
 	s, _ := cgroupReconciler(t, &cg.cgroupLog)
-	s.cri, s.cgroups.podCgroups = cg, cg
+	s.resize.cri, s.cgroups.podCgroups = cg, cg
 	sc, updates := resizeScope(t, s, "100m", "50Mi")
-	err := s.resizePhase(context.Background(), sc, false, updates)
+	err := s.resize.phase(context.Background(), sc, false, updates)
 	want := fmt.Sprintf(`cannot decrease memory limits: attempting to set container "app" memory limit (%d) below current usage (%d)`, 50<<20, 80<<20)
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
@@ -106,7 +106,7 @@ func TestResizeRefusesAMemoryLimitBelowUsage(t *testing.T) {
 	if got := cg.entries(); got != "" {
 		t.Errorf("applied %q, want nothing", got)
 	}
-	if r := resizeReport(sc.Pod, sc.Runtime, s.actuation, err); !r.InProgress || r.Err == nil {
+	if r := resizeReport(sc.Pod, sc.Runtime, s.resize.actuation, err); !r.InProgress || r.Err == nil {
 		t.Errorf("report = %+v, want in progress with the error", r)
 	}
 }
@@ -118,7 +118,7 @@ func TestResizePolicyRestartContainer(t *testing.T) {
 	pod := cgroupPod()
 	pod.Spec.Containers[0].Resources = guaranteed("100m", "100Mi")
 	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
-	if err := s.actuation.SetActuated(pod, &pod.Spec.Containers[0]); err != nil {
+	if err := s.resize.actuation.SetActuated(pod, &pod.Spec.Containers[0]); err != nil {
 		t.Fatal(err)
 	}
 	st := &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app", State: runtimeapi.ContainerState_CONTAINER_RUNNING}}}
@@ -128,7 +128,7 @@ func TestResizePolicyRestartContainer(t *testing.T) {
 	}{{"200m", "100Mi", 0, 1}, {"100m", "200Mi", 1, 0}, {"200m", "200Mi", 1, 0}, {"100m", "100Mi", 0, 0}} {
 		p := pod.DeepCopy()
 		p.Spec.Containers[0].Resources = guaranteed(tc.cpu, tc.memory)
-		kills, updates := resizeActions(p, st, s.actuation, nil)
+		kills, updates := resizeActions(p, st, s.resize.actuation, nil)
 		if len(kills) != tc.kills || len(updates) != tc.update {
 			t.Errorf("%s/%s: %d kills, %d updates; want %d, %d", tc.cpu, tc.memory, len(kills), len(updates), tc.kills, tc.update)
 		}

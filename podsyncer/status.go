@@ -22,7 +22,7 @@ func (s *Syncer) PodStatus(ctx context.Context, sc *Scope, api *corev1.PodStatus
 		RuntimeName: s.runtimeName(ctx), Now: s.clock.Now(), Ready: s.probes.Ready, Started: s.probes.Started,
 		ResizeConditions: sc.ResizeConditions,
 		Actuated: func(container string) (corev1.ResourceRequirements, bool) {
-			return s.actuation.Actuated(pod.UID, container)
+			return s.resize.actuation.Actuated(pod.UID, container)
 		},
 		TerminationMessage: func(c *runtime.ContainerStatus) string {
 			return podconfig.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)

@@ -45,13 +45,13 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 	if len(acts.reset) > 0 {
 		return Result{Err: s.resetPod(ctx, ps, pod, acts.reset), Status: sc.Runtime}
 	}
-	resizeKills, updates := resizeActions(pod, sc.Runtime, s.actuation, acts.kill)
+	resizeKills, updates := resizeActions(pod, sc.Runtime, s.resize.actuation, acts.kill)
 	if kills := append(acts.kill, resizeKills...); len(kills) > 0 {
 		s.startKill(ctx, ps, pod, kills, ps.effectiveGracePeriod(pod))
 	}
-	resizeErr := s.resizePhase(ctx, sc, len(resizeKills) > 0, updates)
+	resizeErr := s.resize.phase(ctx, sc, len(resizeKills) > 0, updates)
 	res := s.startPhase(ctx, sc, acts.start)
-	res.Resize = resizeReport(pod, sc.Runtime, s.actuation, resizeErr)
+	res.Resize = resizeReport(pod, sc.Runtime, s.resize.actuation, resizeErr)
 	switch {
 	case resizeErr != nil:
 		res.Requeue.RequeueAfter(resizeRetry)
@@ -63,42 +63,6 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 
 // resizeRetry is when a resize that failed to apply is tried again.
 const resizeRetry = 5 * time.Second
-
-// resizePhase applies an in-place resize to the running containers of the pod's ready sandbox, the pod
-// cgroup raised first, and reads them back into sc.Runtime (the runtime reports the resources they now run
-// with); the pod cgroup is lowered to the pod's values once no container is being resized or restarted.
-// A memory limit decrease below what a container uses is refused before anything is applied.
-func (s *Syncer) resizePhase(ctx context.Context, sc *Scope, restarting bool, updates []resizeUpdate) error {
-	sb := sc.Runtime.ReadySandbox()
-	if sb == nil {
-		return nil
-	}
-	ps, pod := sc.State, sc.Pod
-	if err := s.checkMemoryDecrease(ctx, sb.Id, updates); err != nil {
-		return err
-	}
-	resizing := restarting || len(updates) > 0 || ps.Stopping()
-	if err := s.cgroups.syncPodCgroup(ps, pod, s.actuatedPod(pod), resizing); err != nil {
-		return err
-	}
-	if len(updates) == 0 {
-		return nil
-	}
-	err := s.updateContainers(ctx, pod, updates)
-	for _, u := range updates {
-		c, rerr := s.cri.ReadContainer(ctx, u.id, sb.Id)
-		if rerr != nil {
-			s.changed(pod.UID)
-			return errors.Join(err, rerr)
-		}
-		sc.Runtime = sc.Runtime.WithContainer(c)
-	}
-	s.keep(pod.UID, sc.Runtime, sc.Gen)
-	if err == nil && !restarting {
-		err = s.cgroups.syncPodCgroup(ps, pod, pod, false)
-	}
-	return err
-}
 
 // sandboxPhase creates the pod's sandbox and adds it, read back, to sc.Runtime. ok is false when there is
 // none yet: the result says when to try again.
@@ -311,7 +275,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
 	if sa.kind != runtime.KindEphemeral {
-		if err := s.actuation.SetActuated(pod, c); err != nil {
+		if err := s.resize.actuation.SetActuated(pod, c); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", c.Name)
 		}
 	}

@@ -26,16 +26,15 @@ import (
 // pod's Scope by the pod's worker, which alone decides when. A sync acts on the runtime, the volumes and the
 // pod's cgroup, and returns what it did; it never writes the API.
 type Syncer struct {
-	cri       Runtime
-	recorder  EventRecorder
-	clock     clock.Clock
-	secrets   Objects // nil without an API server
-	probes    Prober
-	volumes   Volumes
-	states    PodStates
-	statuses  StatusCache
-	actuation Actuation
-	enqueue   func(types.NamespacedName)
+	cri      Runtime
+	recorder EventRecorder
+	clock    clock.Clock
+	secrets  Objects // nil without an API server
+	probes   Prober
+	volumes  Volumes
+	states   PodStates
+	statuses StatusCache
+	enqueue  func(types.NamespacedName)
 
 	rootDir      string
 	hostIPs      []string
@@ -45,6 +44,7 @@ type Syncer struct {
 	config  *configBuilder
 	stop    *stopper
 	cgroups *cgroupKeeper
+	resize  *resizer
 
 	puller         *imagePuller
 	crash          *backoff
@@ -159,8 +159,8 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 	s := &Syncer{
 		cri: deps.Runtime, recorder: deps.Recorder, clock: deps.Clock, secrets: deps.Secrets,
 		probes: deps.Probes, volumes: deps.Volumes, states: deps.States, statuses: deps.Statuses, enqueue: deps.Enqueue,
-		actuation: deps.Actuation,
-		rootDir:   opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox, resyncPeriod: opts.ResyncPeriod,
+
+		rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox, resyncPeriod: opts.ResyncPeriod,
 		metrics: newMetrics(nil),
 	}
 	if s.resyncPeriod <= 0 {
@@ -173,6 +173,7 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 		changed: s.changed, enqueue: s.enqueue}
 	s.cgroups = &cgroupKeeper{podCgroups: deps.PodCgroups, admittedPods: deps.AdmittedPods, recorder: s.recorder,
 		sandboxOpts: s.sandboxOpts}
+	s.resize = &resizer{cri: s.cri, actuation: deps.Actuation, config: s.config, cgroups: s.cgroups, changed: s.changed, keep: s.keep}
 	s.puller = newImagePuller(s.cri, s.clock, opts.ImagePulls, s.recorder, deps.PullRecords, func(key string) {
 		ns, name, _ := toolscache.SplitMetaNamespaceKey(key)
 		s.enqueue(types.NamespacedName{Namespace: ns, Name: name})
