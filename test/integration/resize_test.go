@@ -75,6 +75,14 @@ var _ = Describe("In-place pod resize", func() {
 		g.Expect("no running container").To(BeEmpty())
 		return nil
 	}
+	// newResizeBed runs an agent on a node of its own, with a namespace for its pods.
+	newResizeBed := func() (nodeName, ns string, bed *podBed) {
+		nodeName, ns = "resize-"+utilrand.String(6), "ns-"+utilrand.String(6)
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		rt, cri := startFakeRuntime()
+		rt.AddImage("docker.io/library/busybox:latest", 1<<20)
+		return nodeName, ns, newPodBed(nodeName, rt, cri)
+	}
 	events := func(bed *podBed) string {
 		var out []string
 		for {
@@ -88,12 +96,8 @@ var _ = Describe("In-place pod resize", func() {
 	}
 
 	It("applies a cpu and memory resize to the running container in place, and reports it", func() {
-		nodeName := "resize-" + utilrand.String(6)
-		ns := "ns-" + utilrand.String(6)
-		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		rt, cri := startFakeRuntime()
-		rt.AddImage("docker.io/library/busybox:latest", 1<<20)
-		bed := newPodBed(nodeName, rt, cri)
+		nodeName, ns, bed := newResizeBed()
+		rt := bed.rt
 
 		before, after := resources("100m", "64Mi", "200m", "128Mi"), resources("150m", "96Mi", "300m", "192Mi")
 		Expect(admin.Create(ctx, busyboxPod(ns, "web", nodeName, func(p *corev1.Pod) {
@@ -119,12 +123,7 @@ var _ = Describe("In-place pod resize", func() {
 	})
 
 	It("restarts a container whose resize policy asks for it, with the new resources", func() {
-		nodeName := "resize-" + utilrand.String(6)
-		ns := "ns-" + utilrand.String(6)
-		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		rt, cri := startFakeRuntime()
-		rt.AddImage("docker.io/library/busybox:latest", 1<<20)
-		bed := newPodBed(nodeName, rt, cri)
+		nodeName, ns, bed := newResizeBed()
 
 		before, after := resources("100m", "64Mi", "200m", "128Mi"), resources("100m", "96Mi", "200m", "192Mi")
 		Expect(admin.Create(ctx, busyboxPod(ns, "db", nodeName, func(p *corev1.Pod) {
@@ -148,12 +147,7 @@ var _ = Describe("In-place pod resize", func() {
 	})
 
 	It("defers a resize the node has no room for, and applies it once room is made", func() {
-		nodeName := "resize-" + utilrand.String(6)
-		ns := "ns-" + utilrand.String(6)
-		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		rt, cri := startFakeRuntime()
-		rt.AddImage("docker.io/library/busybox:latest", 1<<20)
-		bed := newPodBed(nodeName, rt, cri)
+		nodeName, ns, bed := newResizeBed()
 
 		// 2 CPUs: the hog takes 1500m, the app 200m; 700m more for the app does not fit beside the hog.
 		Expect(admin.Create(ctx, busyboxPod(ns, "hog", nodeName, func(p *corev1.Pod) {
