@@ -37,6 +37,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 // true once nothing of it is left in the runtime.
 func (r *Reconciler) terminateOrphan(ctx context.Context, w *podWorker) (bool, result) {
 	log := ctrl.LoggerFrom(ctx).WithValues("podUID", w.UID)
+	w.orphaned.Store(true)
 	st, _, err := r.syncer.ReadPod(ctx, w.UID, w.Key.Name, w.Key.Namespace)
 	if err != nil {
 		log.Error(err, "Failed to read the runtime state of an orphaned pod")

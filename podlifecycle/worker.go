@@ -49,6 +49,9 @@ type podWorker struct {
 	state atomic.Int32
 	// admitted is read by other pods' admission: only through isAdmitted and setAdmitted.
 	admitted atomic.Bool
+	// orphaned: the pod is no longer desired (its API object or manifest is gone) and is being stopped;
+	// like a pod the kubelet's pod manager no longer holds, it no longer counts against the node.
+	orphaned atomic.Bool
 	// pendingKill is a KillPod not yet taken in by the worker's reconcile (set from other goroutines).
 	pendingKill atomic.Pointer[killRequest]
 	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds).
@@ -118,6 +121,7 @@ func (r *Reconciler) workerFor(pod *corev1.Pod) *podWorker {
 	defer r.mu.Unlock()
 	w := r.ensureWorkerLocked(pod.UID, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 	w.pod = pod.DeepCopy()
+	w.orphaned.Store(false) // desired again (a static pod's manifest put back)
 	return w
 }
 
@@ -138,13 +142,13 @@ func (r *Reconciler) forget(w *podWorker) {
 	r.resizes.retryDue.Store(true)
 }
 
-// admittedPods are the pods whose resources count against the node: admitted, not terminated, with the
-// resources they were admitted with (a resize not accepted yet does not count).
+// admittedPods are the pods whose resources count against the node: admitted, desired, not terminated,
+// with the resources they were admitted with (a resize not accepted yet does not count).
 func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 	r.mu.Lock()
 	var out []*corev1.Pod
 	for uid, w := range r.workers {
-		if uid != except && w.isAdmitted() && w.stage() != terminated && w.pod != nil {
+		if uid != except && w.isAdmitted() && w.stage() != terminated && !w.orphaned.Load() && w.pod != nil {
 			out = append(out, w.pod)
 		}
 	}
