@@ -40,6 +40,7 @@ type config struct {
 	burst       int
 	image       string
 	idlePods    int
+	resizes     int
 	idleWindow  time.Duration
 }
 
@@ -71,6 +72,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.bedDir, "bed-dir", "", "the bed's BED_DIR")
 	fs.IntVar(&c.single, "single", 10, "pods started one at a time")
 	fs.IntVar(&c.burst, "burst", 30, "pods started at once")
+	fs.IntVar(&c.resizes, "resizes", 10, "in-place resizes of one pod, back and forth (0 skips them)")
 	fs.IntVar(&c.idlePods, "idle-pods", 20, "running pods during the idle measurement (0 skips it)")
 	fs.DurationVar(&c.idleWindow, "idle-window", time.Minute, "length of the idle measurement")
 	fs.StringVar(&c.image, "image", defaultImage, "container image (present, or pullable from the bed's registry)")

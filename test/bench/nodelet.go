@@ -67,6 +67,9 @@ func runNodelet(ctx context.Context, cfg config, r *report) error {
 	if err := n.burst(ctx, r); err != nil {
 		return err
 	}
+	if err := n.resize(ctx, r); err != nil {
+		return err
+	}
 	return n.idle(ctx, r)
 }
 

@@ -34,15 +34,16 @@ func newReport(cfg config) *report {
 	r.order = []seriesKey{
 		{r.singleStart(), agentFloor}, {r.singleStart(), agentNodelet},
 		{r.burstStart(), agentFloor}, {r.burstStart(), agentNodelet},
-		{r.singleDelete(), agentNodelet}, {r.burstDelete(), agentNodelet},
+		{r.singleDelete(), agentNodelet}, {r.burstDelete(), agentNodelet}, {r.resizeApplied(), agentNodelet},
 	}
 	return r
 }
 
-func (r *report) singleStart() string  { return "single-pod start" }
-func (r *report) singleDelete() string { return "single-pod delete" }
-func (r *report) burstStart() string   { return fmt.Sprintf("burst-%d start", r.cfg.burst) }
-func (r *report) burstDelete() string  { return fmt.Sprintf("burst-%d delete", r.cfg.burst) }
+func (r *report) singleStart() string   { return "single-pod start" }
+func (r *report) singleDelete() string  { return "single-pod delete" }
+func (r *report) burstStart() string    { return fmt.Sprintf("burst-%d start", r.cfg.burst) }
+func (r *report) burstDelete() string   { return fmt.Sprintf("burst-%d delete", r.cfg.burst) }
+func (r *report) resizeApplied() string { return "in-place resize" }
 
 func (r *report) add(what, agent string, d ...time.Duration) {
 	k := seriesKey{what, agent}
