@@ -131,7 +131,7 @@ func (r *resizer) infeasible(desired, allocated *corev1.Pod) string {
 	}
 	for _, pair := range containerPairs(desired, allocated) {
 		d, a := pair[0], pair[1]
-		if d.Resources.Requests.Memory().Cmp(*a.Resources.Requests.Memory()) == 0 || memoryRestarts(d) {
+		if d.Resources.Requests.Memory().Cmp(*a.Resources.Requests.Memory()) == 0 || podrules.ResizeRestarts(d, corev1.ResourceMemory) {
 			continue
 		}
 		if podrules.LimitedSwapEligible(desired, d, podrules.GetPodQOS(desired), hr.CgroupV2) ||
@@ -155,15 +155,6 @@ func containerPairs(desired, allocated *corev1.Pod) [][2]*corev1.Container {
 		}
 	}
 	return out
-}
-
-func memoryRestarts(c *corev1.Container) bool {
-	for _, p := range c.ResizePolicy {
-		if p.ResourceName == corev1.ResourceMemory && p.RestartPolicy == corev1.RestartContainer {
-			return true
-		}
-	}
-	return false
 }
 
 // retryPending decides the deferred resizes again, in the kubelet's order, when room may have been

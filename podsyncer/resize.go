@@ -173,13 +173,11 @@ func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
 	return qa.Cmp(qb) == 0
 }
 
-// needsRestart: a changed resource's resizePolicy is RestartContainer (NotRequired is the default).
+// needsRestart: a changed resource's resize restarts the container (podrules.ResizeRestarts).
 func needsRestart(c *corev1.Container, changed []corev1.ResourceName) bool {
-	for _, p := range c.ResizePolicy {
-		for _, name := range changed {
-			if p.ResourceName == name && p.RestartPolicy == corev1.RestartContainer {
-				return true
-			}
+	for _, name := range changed {
+		if podrules.ResizeRestarts(c, name) {
+			return true
 		}
 	}
 	return false
