@@ -39,9 +39,13 @@ write_init() {
 # Run by hack/systemd.sh in new PID and mount namespaces: private /tmp and /run, then systemd as PID 1.
 set -e
 mount --make-rprivate /
+# A checkout under /tmp stays visible: held aside while the private /tmp is mounted, then put back in place.
+repo=$(cd "$here/.." && pwd)
+case \$repo/ in /tmp/*) mkdir -p "$SYSTEMD_DIR/repo"; mount --bind "\$repo" "$SYSTEMD_DIR/repo" ;; esac
 # This kernel keeps pid_max per PID namespace: the host's, so that the node inside looks like the host.
 echo $(cat /proc/sys/kernel/pid_max) > /proc/sys/kernel/pid_max || true
 mount -t tmpfs -o mode=1777 tmpfs /tmp
+case \$repo/ in /tmp/*) mkdir -p "\$repo"; mount --move "$SYSTEMD_DIR/repo" "\$repo" ;; esac
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir -p /run/systemd /run/lock
 mount --bind "$SYSTEMD_DIR/run-systemd" /run/systemd
