@@ -26,6 +26,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/containergc"
+	"github.com/nodelet/nodelet/devices"
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podcgroups"
@@ -110,6 +111,10 @@ type Agent struct {
 	podCgroups *podcgroups.Manager
 	// volumeMgr sets up the pods' volumes (nil on a simulated node).
 	volumeMgr *volumes.Manager
+	// devices is the device manager (nil on a simulated node); nodeTrigger asks for a Node status
+	// evaluation once the Node controller is built.
+	devices     *devices.Manager
+	nodeTrigger atomic.Pointer[func()]
 	// probeMetrics are the prober's metrics the node API serves at /metrics/probes (nil on a simulated node).
 	probeMetrics *probes.Metrics
 	// hostResources are the host's facts the containers' resources follow, read once (none when simulated).

@@ -1,10 +1,15 @@
 package agent
 
 import (
+	"context"
+	"path/filepath"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodelet/nodelet/containergc"
+	"github.com/nodelet/nodelet/devices"
 	"github.com/nodelet/nodelet/imagegc"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/runtime"
@@ -28,8 +33,34 @@ func (h host) setupHost(a *Agent, restCfg *rest.Config, store *staticpods.Store,
 		return err
 	}
 	a.containerDeletor.Store(cgc)
-	a.local = append(a.local, srv, gc, cgc)
+	a.local = append(a.local, srv, gc, cgc, h.podResourcesServer(a, pods))
 	return h.evictionManager(a, rec, srv, pods, gc, cgc)
+}
+
+// deviceManager is the device manager on <root>/device-plugins (the kubelet's /var/lib/kubelet/device-plugins
+// when the root directory is the kubelet's): it gives the pods their devices, and the Node its device
+// plugin resources (setupAPI).
+func (host) deviceManager(a *Agent, deps *podlifecycle.Deps) error {
+	m, err := devices.NewManager(devices.Options{Dir: filepath.Join(a.cfg.RootDir, "device-plugins"), Log: a.log.WithName("devices"),
+		Clock: a.clock(), OnChange: func() {
+			if f := a.nodeTrigger.Load(); f != nil {
+				(*f)()
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	a.devices, deps.Devices = m, m
+	a.local = append(a.local, manager.RunnableFunc(m.Start))
+	return nil
+}
+
+// podResourcesServer serves the pod resources API on <root>/pod-resources/kubelet.sock.
+func (host) podResourcesServer(a *Agent, pods *podlifecycle.Reconciler) manager.Runnable {
+	s := &devices.PodResourcesServer{Devices: a.devices, Pods: pods.AdmittedPods, Log: a.log.WithName("pod-resources")}
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		return s.Serve(ctx, filepath.Join(a.cfg.RootDir, "pod-resources", devices.PodResourcesSocket))
+	})
 }
 
 // imageGC is the kubelet's image garbage collector, as imageGCHighThresholdPercent,

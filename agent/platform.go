@@ -104,7 +104,8 @@ func (host) plegOptions(a *Agent) pleg.Options {
 	return o
 }
 
-// podParts: probes over the network and the runtime, the volume manager, pod cgroups, pull records.
+// podParts: probes over the network and the runtime, the volume manager, pod cgroups, pull records, the
+// device manager.
 func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder, connector *runtime.Connector) (*probes.Manager, error) {
 	a.volumeMgr = h.volumes(a, deps.Node)
 	a.volumeMgr.Recorder = rec
@@ -115,6 +116,9 @@ func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecord
 		return nil, fmt.Errorf("register volume metrics: %w", err)
 	}
 	if err := h.hardening(a, deps, connector); err != nil {
+		return nil, err
+	}
+	if err := h.deviceManager(a, deps); err != nil {
 		return nil, err
 	}
 	a.probeMetrics = probes.NewMetrics()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,7 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/dump"
+
+	"github.com/nodelet/nodelet/internal/checksum"
 )
 
 // The kubelet's checkpoint files, in its root directory.
@@ -43,13 +43,6 @@ type checkpointFile struct {
 	Checksum uint64 `json:"checksum"`
 }
 
-// checksum is the kubelet's checkpoint checksum: FNV-32a over the hash dump of the data string.
-func checksum(data string) uint64 {
-	h := fnv.New32a()
-	_, _ = fmt.Fprintf(h, "%v", dump.ForHash(data))
-	return uint64(h.Sum32())
-}
-
 // store is one record (allocated or actuated) and its file. A nil-path store keeps its record in memory
 // only. Its caller holds the lock.
 type store struct {
@@ -76,8 +69,8 @@ func loadStore(path string) (*store, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if checksum(f.Data) != f.Checksum {
-		return nil, fmt.Errorf("checkpoint %s is corrupt: checksum %d, want %d", path, f.Checksum, checksum(f.Data))
+	if checksum.New(f.Data) != f.Checksum {
+		return nil, fmt.Errorf("checkpoint %s is corrupt: checksum %d, want %d", path, f.Checksum, checksum.New(f.Data))
 	}
 	var d checkpointData
 	if err := json.Unmarshal([]byte(f.Data), &d); err != nil {
@@ -104,7 +97,7 @@ func (s *store) save() error {
 	if data == s.written {
 		return nil
 	}
-	out, err := json.Marshal(checkpointFile{Data: data, Checksum: checksum(data)})
+	out, err := json.Marshal(checkpointFile{Data: data, Checksum: checksum.New(data)})
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,13 @@ type VolumesInUse interface {
 	MarkVolumesReportedInUse(names []corev1.UniqueVolumeName)
 }
 
+// DeviceCapacity is what the device plugins add to the Node (the device manager).
+type DeviceCapacity interface {
+	// Capacity counts every device of each resource, allocatable the healthy ones; deleted are the
+	// resources whose plugin is gone for good.
+	Capacity() (capacity, allocatable corev1.ResourceList, deleted []string)
+}
+
 // NodeReconciler registers the node and keeps its status true. It evaluates the node every
 // UpdateFrequency and writes the status only when it changed or ReportFrequency has passed since the
 // last write.
@@ -96,6 +103,8 @@ type NodeReconciler struct {
 	Pressure PressureSource
 	// Volumes gives status.volumesInUse; nil: none (a simulated node).
 	Volumes VolumesInUse
+	// Devices gives the device plugins' resources; nil: none.
+	Devices DeviceCapacity
 
 	// NoEphemeralStorage leaves ephemeral-storage out of capacity and allocatable
 	// (localStorageCapacityIsolation: false, as the kubelet).

@@ -60,20 +60,31 @@ func (r *NodeReconciler) capacity(o observation) corev1.ResourceList {
 }
 
 // mergedCapacity is the node's capacity as the kubelet's MachineInfo setter writes it: the resources the
-// agent measures (cpu, memory, pods, ephemeral-storage, huge pages) set from what it saw, and every other key
-// of the current capacity — an extended resource an operator or a device plugin advertised — kept.
-func (r *NodeReconciler) mergedCapacity(current corev1.ResourceList, o observation) corev1.ResourceList {
-	measured := r.capacity(o)
-	c := corev1.ResourceList{}
+// agent measures (cpu, memory, pods, ephemeral-storage, huge pages) set from what it saw, the device plugins'
+// resources from the device manager (a resource whose plugin is gone for good stays, at zero, as the kubelet
+// leaves it), and every other key of the current capacity — an extended resource an operator advertised —
+// kept. devAlloc is the device plugins' allocatable (their healthy devices).
+func (r *NodeReconciler) mergedCapacity(current corev1.ResourceList, o observation) (c, devAlloc corev1.ResourceList) {
+	c = corev1.ResourceList{}
 	for name, q := range current {
 		if !ownedResource(name) {
 			c[name] = q.DeepCopy()
 		}
 	}
-	for name, q := range measured {
+	for name, q := range r.capacity(o) {
 		c[name] = q
 	}
-	return c
+	if r.Devices == nil {
+		return c, nil
+	}
+	devCap, devAlloc, deleted := r.Devices.Capacity()
+	for name, q := range devCap {
+		c[name] = q
+	}
+	for _, name := range deleted {
+		c[corev1.ResourceName(name)] = *resource.NewQuantity(0, resource.DecimalSI)
+	}
+	return c, devAlloc
 }
 
 // ownedResource reports whether the agent measures a resource of the node's capacity itself: the native
@@ -270,8 +281,12 @@ func runtimeHandlers(s *runtimeapi.StatusResponse) []corev1.NodeRuntimeHandler {
 // nodeStatus computes the status the node should have now, given the current one.
 func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pressure map[corev1.NodeConditionType]bool, now metav1.Time) corev1.NodeStatus {
 	s := *current.DeepCopy()
-	s.Capacity = r.mergedCapacity(current.Capacity, o)
+	var devAlloc corev1.ResourceList
+	s.Capacity, devAlloc = r.mergedCapacity(current.Capacity, o)
 	s.Allocatable = r.allocatable(s.Capacity)
+	for name, q := range devAlloc {
+		s.Allocatable[name] = q
+	}
 	s.Conditions = mergeConditions(current.Conditions, r.desiredConditions(o, pressure), now)
 	s.Addresses = r.addresses()
 	s.DaemonEndpoints.KubeletEndpoint.Port = r.Port

@@ -66,3 +66,35 @@ func TestCapacityKeepsExtendedResourcesOfOthers(t *testing.T) {
 		t.Errorf("allocatable %v keeps example.com/foo after it left capacity", s.Allocatable)
 	}
 }
+
+// fakeDevices reports fixed device plugin resources.
+type fakeDevices struct {
+	capacity, allocatable corev1.ResourceList
+	deleted               []string
+}
+
+func (f fakeDevices) Capacity() (corev1.ResourceList, corev1.ResourceList, []string) {
+	return f.capacity, f.allocatable, f.deleted
+}
+
+// The device plugins' resources: capacity counts all their devices, allocatable the healthy ones; a
+// resource whose plugin is gone for good stays in capacity at zero, as the kubelet leaves it.
+func TestDevicePluginResources(t *testing.T) {
+	o := observation{info: machine.Info{NumCPU: 4, MemoryBytes: 8 << 30}, signals: machine.Signals{NodeFsCapacityBytes: 100 << 30}}
+	r := &NodeReconciler{MaxPods: 110, Devices: fakeDevices{
+		capacity:    corev1.ResourceList{"example.com/gpu": resource.MustParse("2")},
+		allocatable: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")},
+		deleted:     []string{"example.com/old"},
+	}}
+	current := corev1.NodeStatus{Capacity: corev1.ResourceList{"example.com/old": resource.MustParse("3"), "example.com/foo": resource.MustParse("4")}}
+	s := r.nodeStatus(current, o, nil, metav1.Now())
+	for name, want := range map[corev1.ResourceName][2]int64{"example.com/gpu": {2, 1}, "example.com/old": {0, 0}, "example.com/foo": {4, 4}} {
+		c, a := s.Capacity[name], s.Allocatable[name]
+		if c.Value() != want[0] || a.Value() != want[1] {
+			t.Errorf("%s: capacity %v allocatable %v, want %d and %d", name, c.String(), a.String(), want[0], want[1])
+		}
+		if _, ok := s.Capacity[name]; !ok {
+			t.Errorf("%s left capacity", name)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package podlifecycle
 
 import (
+	"context"
 	"fmt"
 	goruntime "runtime"
 	"slices"
@@ -10,11 +11,13 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodelet/nodelet/podrules"
+	"github.com/nodelet/nodelet/podsyncer"
 )
 
 // The kubelet's admission failure reasons; a resource the node lacks is OutOf<resource name> (OutOfcpu,
 // OutOfpods, OutOfexample.com/foo).
 const (
+	reasonUnexpected        = "UnexpectedAdmissionError"
 	reasonNodeAffinity      = "NodeAffinity"
 	reasonPodOSSelector     = "PodOSSelectorNodeLabelDoesNotMatch"
 	reasonPodOSNotSupported = "PodOSNotSupported"
@@ -27,11 +30,31 @@ type admissionResult struct {
 	message string
 }
 
+// Devices is what the pod workers ask of the device manager (devices.Manager): the devices of the device
+// plugin resources a pod asks for, given at admission (active are the pods admitted before it: the devices
+// of the others are free again), the allocatable it is admitted against, and the devices its containers
+// get (podsyncer.Devices).
+type Devices interface {
+	podsyncer.Devices
+	Allocate(ctx context.Context, pod *corev1.Pod, active []*corev1.Pod) error
+	SanitizeAllocatable(pod *corev1.Pod, alloc corev1.ResourceList) corev1.ResourceList
+}
+
 // runAdmitHandlers runs the kubelet's pod admit handlers that nodelet has, in the kubelet's order: the
-// sysctl allowlist, then the predicates (admit). The first rejection is reported.
-func runAdmitHandlers(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod, sysctls *SysctlAllowlist) admissionResult {
+// sysctl allowlist, the device manager's allocation, then the predicates (admit) against an allocatable
+// that counts the devices just given. The first rejection is reported.
+func runAdmitHandlers(ctx context.Context, pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod,
+	sysctls *SysctlAllowlist, devices Devices) admissionResult {
 	if res := sysctls.admit(pod); !res.admit {
 		return res
+	}
+	if err := devices.Allocate(ctx, pod, admitted); err != nil {
+		return admissionResult{reason: reasonUnexpected, message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
+	}
+	if node != nil {
+		n := *node
+		n.Status.Allocatable = devices.SanitizeAllocatable(pod, node.Status.Allocatable)
+		node = &n
 	}
 	return admit(pod, node, admitted)
 }

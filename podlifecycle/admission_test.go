@@ -1,6 +1,8 @@
 package podlifecycle
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -203,8 +205,36 @@ func TestRunAdmitHandlersOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertAdmission(t, runAdmitHandlers(tt.pod, node, nil, nil), tt.reason, "")
+			assertAdmission(t, runAdmitHandlers(context.Background(), tt.pod, node, nil, nil, noDevices{}), tt.reason, "")
 		})
+	}
+}
+
+// failingDevices is a device manager with no devices to give; it counts its allocations.
+type failingDevices struct {
+	noDevices
+	calls int
+}
+
+func (d *failingDevices) Allocate(context.Context, *corev1.Pod, []*corev1.Pod) error {
+	d.calls++
+	return errors.New("requested number of devices unavailable for example.com/resource. Requested: 3, Available: 2")
+}
+
+// The device manager's allocation runs after the sysctls and before the predicates, and its failure is
+// the kubelet's UnexpectedAdmissionError.
+func TestDeviceAllocationFailureRejects(t *testing.T) {
+	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}}}
+	d := &failingDevices{}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+	assertAdmission(t, runAdmitHandlers(context.Background(), pod, node, nil, nil, d), "UnexpectedAdmissionError",
+		"Allocate failed due to requested number of devices unavailable for example.com/resource. Requested: 3, Available: 2, which is unexpected")
+	unsafe := pod.DeepCopy()
+	unsafe.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
+	assertAdmission(t, runAdmitHandlers(context.Background(), unsafe, node, nil, nil, d), "SysctlForbidden", "")
+	if d.calls != 1 {
+		t.Fatalf("%d allocations, want 1 (none for a pod the sysctls reject)", d.calls)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/allocation"
+	"github.com/nodelet/nodelet/devices"
 	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/runtime/podconfig"
@@ -63,6 +64,9 @@ type Deps struct {
 	// (imagePullCredentialsVerificationPolicy; nil: KubeletEnsureSecretPulledImages is off, and an image on
 	// the node is used by any pod).
 	PullRecords PullRecorder
+	// Devices gives pods the devices of the device plugin resources they ask for, at admission and to
+	// their containers (nil: no device plugins).
+	Devices Devices
 }
 
 // Options are the Reconciler's settings. NodeName and RootDir are required; the others have defaults.
@@ -109,7 +113,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	}
 	r := &Reconciler{
 		client: deps.Client, recorder: deps.Recorder, clock: deps.Clock, node: deps.Node, pleg: deps.PLEG,
-		static: deps.Static, admitters: deps.Admitters,
+		static: deps.Static, admitters: deps.Admitters, devices: deps.Devices,
 		nodeName: opts.NodeName, rootDir: opts.RootDir,
 		staticKinds: opts.StaticKinds, maxWorkers: max(opts.Workers, 1),
 		housekeepingPeriod: opts.HousekeepingPeriod, sysctls: opts.Sysctls,
@@ -133,7 +137,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		Runtime: deps.Runtime, Recorder: deps.Recorder, Clock: deps.Clock, Secrets: deps.Secrets, Node: r.node,
 		Probes: deps.Probes, Volumes: deps.Volumes, Services: deps.Services, PodCgroups: deps.PodCgroups,
 		PullRecords: deps.PullRecords, States: states, Statuses: r.statuses, Enqueue: r.enqueue,
-		AdmittedPods: r.admittedPods, Actuation: alloc,
+		AdmittedPods: r.admittedPods, Actuation: alloc, Devices: deps.Devices,
 	}.WithDefaults()
 	r.states, r.volumes, r.podCgroups = sdeps.States, sdeps.Volumes, sdeps.PodCgroups
 	syncer, err := podsyncer.New(sdeps, podsyncer.Options{
@@ -200,6 +204,20 @@ func (r *Reconciler) defaults() {
 	if r.housekeepingPeriod <= 0 {
 		r.housekeepingPeriod = defaultHousekeepingPeriod
 	}
+	if r.devices == nil {
+		r.devices = noDevices{}
+	}
+}
+
+// noDevices are no device plugins: no pod asks for their resources.
+type noDevices struct{}
+
+func (noDevices) Allocate(context.Context, *corev1.Pod, []*corev1.Pod) error { return nil }
+func (noDevices) SanitizeAllocatable(_ *corev1.Pod, alloc corev1.ResourceList) corev1.ResourceList {
+	return alloc
+}
+func (noDevices) RunContainerOptions(context.Context, *corev1.Pod, *corev1.Container) (*devices.RunOptions, error) {
+	return nil, nil
 }
 
 // errStandalone is what a standalone reconciler's Node returns.

@@ -58,6 +58,10 @@ type Reconciler struct {
 	sysctls            *SysctlAllowlist
 	// admitters run before the reconciler's own admission (the eviction manager's).
 	admitters []PodAdmitter
+	// devices gives admitted pods their devices; admitMu makes admissions one at a time, as the kubelet's
+	// (each one counts the pods admitted before it).
+	devices Devices
+	admitMu sync.Mutex
 	// alloc keeps the pods' allocated and actuated resources and their resize conditions; resizes decides
 	// the resizes pods ask for.
 	alloc   *allocation.Manager

@@ -159,6 +159,10 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 	return out
 }
 
+// AdmittedPods are the pods admitted to the node and not terminated, stopping ones included (the pods the
+// kubelet's pod resources API lists), with the resources they were admitted with.
+func (r *Reconciler) AdmittedPods() []*corev1.Pod { return r.admittedPods("") }
+
 // syncingPod is the desired pod of a syncing worker (nil: none).
 func (r *Reconciler) syncingPod(uid types.UID) *corev1.Pod {
 	r.mu.Lock()
@@ -299,9 +303,11 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 	if err != nil {
 		node = nil // unknown (standalone, or the API server is away): admitted without its resources and labels
 	}
+	r.admitMu.Lock()
+	defer r.admitMu.Unlock()
 	res := r.admitOthers(pod)
 	if res.admit {
-		res = runAdmitHandlers(pod, node, r.admittedPods(pod.UID), r.sysctls)
+		res = runAdmitHandlers(ctx, pod, node, r.admittedPods(pod.UID), r.sysctls, r.devices)
 	}
 	if res.admit {
 		w.setAdmitted()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -334,6 +335,17 @@ func (b *configBuilder) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	if err != nil {
 		return nil, err
 	}
+	// The device plugins' devices come first, as with the kubelet: their environment, mounts and devices
+	// before the container's own.
+	plugged, err := b.devices.RunContainerOptions(ctx, pod, c)
+	if err != nil {
+		return nil, err
+	}
+	if plugged != nil {
+		env = append(slices.Clip(plugged.Envs), env...)
+		mounts = append(slices.Clip(plugged.Mounts), mounts...)
+		devices = append(slices.Clip(plugged.Devices), devices...)
+	}
 	// The image's user, for runAsNonRoot and the user the container runs as (the kubelet's getImageUser).
 	imageUID, imageUser, err := podconfig.LookupImageUser(ctx, b.cri, &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image})
 	if err != nil {
@@ -352,6 +364,9 @@ func (b *configBuilder) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	opts.SeccompDefault, opts.SeccompProfileRoot = b.seccompDefault, podconfig.SeccompProfileRoot(b.rootDir)
 	opts.Env, opts.Mounts, opts.Devices, opts.PodIPs, opts.ImageRef = env, mounts, devices, podIPs, imageRef
 	opts.Files, opts.TargetContainerID = files, targetID
+	if plugged != nil {
+		opts.Annotations, opts.CDIDevices = plugged.Annotations, plugged.CDIDevices
+	}
 	return podconfig.ContainerConfig(pod, c, sa.kind, sa.restartCount, opts)
 }
 

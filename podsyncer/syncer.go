@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/allocation"
+	"github.com/nodelet/nodelet/devices"
 	"github.com/nodelet/nodelet/imagepull"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
@@ -91,6 +92,8 @@ type Deps struct {
 	// Actuation records the resources applied to each container, for in-place resizes (nil: kept in
 	// memory only).
 	Actuation Actuation
+	// Devices gives containers the devices of their device plugin resources (nil: none).
+	Devices Devices
 }
 
 // Options are the Syncer's settings. NodeName and RootDir are required.
@@ -133,6 +136,9 @@ func (d Deps) WithDefaults() Deps {
 	if d.Actuation == nil {
 		d.Actuation = allocation.InMemory()
 	}
+	if d.Devices == nil {
+		d.Devices = noDevices{}
+	}
 	return d
 }
 
@@ -167,7 +173,7 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 		s.resyncPeriod = time.Minute
 	}
 	s.config = &configBuilder{cri: s.cri, recorder: s.recorder, secrets: s.secrets, node: deps.Node, volumes: s.volumes,
-		services: deps.Services, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
+		services: deps.Services, devices: deps.Devices, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
 		seccompDefault: opts.SeccompDefault, hostResources: opts.HostResources}
 	s.stop = &stopper{cri: s.cri, recorder: s.recorder, clock: s.clock, hostIPs: s.hostIPs, readPod: s.ReadPod,
 		changed: s.changed, enqueue: s.enqueue}
@@ -193,6 +199,7 @@ type configBuilder struct {
 	node           func(ctx context.Context) (*corev1.Node, error)
 	volumes        Volumes
 	services       ServiceLister
+	devices        Devices
 	nodeName       string
 	rootDir        string
 	hostIPs        []string
@@ -282,6 +289,13 @@ type Prober interface {
 	Ready(containerID string) (ready, known bool)
 }
 
+// Devices is what the syncer asks of the device manager (devices.Manager): what a container's device
+// plugin resources add to its CRI config (nil: nothing), after the plugins that ask for it were told
+// that the container starts.
+type Devices interface {
+	RunContainerOptions(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*devices.RunOptions, error)
+}
+
 // Volumes is what the syncer asks of the volume manager (volumes.Manager).
 type Volumes interface {
 	SetUp(ctx context.Context, pod *corev1.Pod) []error
@@ -364,6 +378,13 @@ func (noVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]string) ([]*r
 }
 func (noVolumes) Ready(types.UID) bool                      { return true }
 func (noVolumes) TearDown(context.Context, types.UID) error { return nil }
+
+// noDevices are no device plugins.
+type noDevices struct{}
+
+func (noDevices) RunContainerOptions(context.Context, *corev1.Pod, *corev1.Container) (*devices.RunOptions, error) {
+	return nil, nil
+}
 
 // noServices are no Services: containers get no service environment variables.
 type noServices struct{}

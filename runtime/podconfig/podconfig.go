@@ -279,10 +279,15 @@ type ContainerOptions struct {
 	// Mounts are the volume mounts prepared by the caller; /etc/hosts and the termination log are added
 	// by ContainerConfig from Files.
 	Mounts []*runtimeapi.Mount
-	// Devices are the block volumes of the container's volumeDevices, prepared by the caller.
+	// Devices are the container's devices: its device plugins' and the block volumes of its volumeDevices,
+	// prepared by the caller.
 	Devices []*runtimeapi.Device
-	Files   ContainerFiles
-	PodIPs  []string // the sandbox's IPs, primary first (informational: env and hosts are prepared already)
+	// Annotations are its device plugins' annotations; the agent's own annotations win over them.
+	Annotations map[string]string
+	// CDIDevices are the fully qualified CDI device names its device plugins give it.
+	CDIDevices []*runtimeapi.CDIDevice
+	Files      ContainerFiles
+	PodIPs     []string // the sandbox's IPs, primary first (informational: env and hosts are prepared already)
 	// ImageRef is the resolved image (ID or digest) to run.
 	ImageRef string
 	// NodeMemoryCapacity is the node's memory in bytes, for a Burstable container's oom_score_adj.
@@ -347,8 +352,9 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind runtime.Containe
 		Envs:        opts.Env,
 		Mounts:      containerMounts(c, opts),
 		Devices:     opts.Devices,
+		CDIDevices:  opts.CDIDevices,
 		Labels:      ContainerLabels(pod, c.Name),
-		Annotations: ContainerAnnotations(pod, c, kind, restartCount),
+		Annotations: withAnnotations(opts.Annotations, ContainerAnnotations(pod, c, kind, restartCount)),
 		LogPath:     logPath,
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
@@ -361,6 +367,16 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind runtime.Containe
 	cfg.Linux = linux
 	targetProcessNamespace(cfg.Linux, opts.TargetContainerID)
 	return cfg, nil
+}
+
+// withAnnotations adds extra annotations to the agent's own; the agent's win.
+func withAnnotations(extra, own map[string]string) map[string]string {
+	for k, v := range extra {
+		if _, ok := own[k]; !ok {
+			own[k] = v
+		}
+	}
+	return own
 }
 
 // targetProcessNamespace makes the container share the target container's process namespace, as the
