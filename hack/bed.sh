@@ -155,7 +155,9 @@ component_cmd() {
         CMD+=(--e2e-bin "$E2E_BIN_DIR" --agnhost-src "$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost")
       fi
       # With the storage binaries built (build-testbins.sh csi), the CSI and local-path images too.
-      if [ -x "$CSI_BIN_DIR/hostpathplugin" ]; then CMD+=(--csi-bin "$CSI_BIN_DIR"); fi ;;
+      if [ -x "$CSI_BIN_DIR/hostpathplugin" ]; then CMD+=(--csi-bin "$CSI_BIN_DIR"); fi
+      # And the upstream sample device plugin's (build-testbins.sh builds it with the bed).
+      if [ -x "$DEVICE_PLUGIN_BIN" ]; then CMD+=(--device-plugin "$DEVICE_PLUGIN_BIN"); fi ;;
     etcd) CMD=("$ETCD_BIN_DIR/etcd" --name bed --data-dir "$BED_DIR/etcd"
       --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379
       --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380

@@ -97,6 +97,22 @@ build_e2e() {
   rm -rf "$w"
 }
 
+# build_device_plugin: the upstream sample device plugin (two devices of example.com/resource), into
+# $DEVICE_PLUGIN_BIN, for the bed's sample-device-plugin image.
+build_device_plugin() {
+  [ -x "$DEVICE_PLUGIN_BIN" ] && return 0
+  log "building the sample device plugin (${KUBE_VERSION}) into $DEVICE_PLUGIN_BIN"
+  local w; w=$(mktemp -d)
+  kube_wrapper "$w" k8s.io/kubernetes/test/images/sample-device-plugin
+  (
+    cd "$w"
+    mkdir -p "$(dirname "$DEVICE_PLUGIN_BIN")"
+    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$DEVICE_PLUGIN_BIN.tmp" k8s.io/kubernetes/test/images/sample-device-plugin
+    mv "$DEVICE_PLUGIN_BIN.tmp" "$DEVICE_PLUGIN_BIN"
+  )
+  rm -rf "$w"
+}
+
 # private_apt DIR TYPE: apt state of its own under DIR (the machine's apt configuration is not touched) whose one
 # source is this distribution's main archive as TYPE (deb or deb-src), updated; the options apt-get needs for it
 # are left in APT_OPTS.
@@ -326,8 +342,9 @@ case "${1:-all}" in
   containerd2) build_containerd2 ;;
   busybox) build_busybox ;;
   csi) build_csi ;;
-  all) build_etcd; build_kube; build_busybox ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox|csi]" ;;
+  deviceplugin) build_device_plugin ;;
+  all) build_etcd; build_kube; build_busybox; build_device_plugin ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox|csi|deviceplugin]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

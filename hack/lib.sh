@@ -9,6 +9,8 @@ BIN_CACHE=${BIN_CACHE:-$REPO_ROOT/.cache}
 KUBE_BIN_DIR=$BIN_CACHE/kube-$KUBE_VERSION
 ETCD_BIN_DIR=$BIN_CACHE/etcd-$ETCD_VERSION
 E2E_BIN_DIR=$BIN_CACHE/e2e-$KUBE_VERSION
+# The upstream sample device plugin (test/images/sample-device-plugin), for the device plugin specs.
+DEVICE_PLUGIN_BIN=$BIN_CACHE/sample-device-plugin-$KUBE_VERSION/sampledeviceplugin
 BUSYBOX_BIN_DIR=$BIN_CACHE/busybox-upstream
 CONTAINERD2_VERSION=${CONTAINERD2_VERSION:-v2.4.2}
 RUNC_VERSION=${RUNC_VERSION:-v1.5.2}

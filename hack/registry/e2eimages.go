@@ -20,6 +20,18 @@ func init() {
 	served["nonroot"] = []string{"e2e-test-images/nonroot:1.5"}
 	served["nonewprivs"] = []string{"e2e-test-images/nonewprivs:1.4"}
 	served["glibc-dns-testing"] = []string{"e2e-test-images/glibc-dns-testing:2.1.1"}
+	served["sample-device-plugin"] = []string{"e2e-test-images/sample-device-plugin:1.7"}
+}
+
+// devicePluginImage is the upstream sample device plugin's image (test/images/sample-device-plugin): the
+// busybox tree and /sampledeviceplugin, its entrypoint.
+func devicePluginImage(root []entry, bin string) (*ociImage, error) {
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	files := merge(root, []entry{file("sampledeviceplugin", 0o755, b)})
+	return image(files, v1.Config{Entrypoint: []string{"/sampledeviceplugin", "-alsologtostderr"}, Env: []string{defaultPath}})
 }
 
 // addE2EImages builds agnhost, nonroot, nonewprivs, glibc-dns-testing and nginx on top of the busybox tree.

@@ -58,6 +58,7 @@ func main() {
 	flag.StringVar(&src.e2eBin, "e2e-bin", "", "folder holding agnhost and nnp (and nginx with nginx-mime.types): also serve the upstream e2e test images")
 	flag.StringVar(&src.agnhostSrc, "agnhost-src", "", "agnhost's source folder (for porter's localhost.crt/key)")
 	flag.StringVar(&src.csiBin, "csi-bin", "", "folder of the CSI and local-path binaries: also serve the storage images")
+	flag.StringVar(&src.devicePlugin, "device-plugin", "", "the upstream sample device plugin's binary: also serve its image")
 	quiet := flag.Bool("quiet", false, "do not log every request")
 	flag.Parse()
 	if err := run(*addr, src, *quiet); err != nil {
@@ -70,6 +71,7 @@ type sources struct {
 	busybox, pause     string
 	e2eBin, agnhostSrc string
 	csiBin             string
+	devicePlugin       string
 }
 
 func run(addr string, src sources, quiet bool) error {
@@ -132,6 +134,13 @@ func buildImages(src sources) (map[string]*ociImage, error) {
 		if err := addCSIImages(images, root, src.csiBin); err != nil {
 			return nil, fmt.Errorf("storage images: %w", err)
 		}
+	}
+	if src.devicePlugin != "" {
+		img, err := devicePluginImage(root, src.devicePlugin)
+		if err != nil {
+			return nil, fmt.Errorf("sample device plugin image: %w", err)
+		}
+		images["sample-device-plugin"] = img
 	}
 	return images, nil
 }
