@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -115,6 +116,8 @@ type Agent struct {
 	// evaluation once the Node controller is built.
 	devices     *devices.Manager
 	nodeTrigger atomic.Pointer[func()]
+	// podsTrigger asks for syncs of pods once the pod workers are built.
+	podsTrigger atomic.Pointer[func([]types.UID)]
 	// probeMetrics are the prober's metrics the node API serves at /metrics/probes (nil on a simulated node).
 	probeMetrics *probes.Metrics
 	// hostResources are the host's facts the containers' resources follow, read once (none when simulated).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -45,6 +46,10 @@ func (host) deviceManager(a *Agent, deps *podlifecycle.Deps) error {
 		Clock: a.clock(), OnChange: func() {
 			if f := a.nodeTrigger.Load(); f != nil {
 				(*f)()
+			}
+		}, OnHealthChange: func(uids []types.UID) {
+			if f := a.podsTrigger.Load(); f != nil {
+				(*f)(uids)
 			}
 		}})
 	if err != nil {

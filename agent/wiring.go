@@ -127,6 +127,8 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pod
 		return nil, err
 	}
 	prober.OnChange = r.Enqueue
+	enqueue := r.EnqueueUIDs
+	a.podsTrigger.Store(&enqueue)
 	r.RegisterMetrics(a.opts.Metrics)
 	return r, nil
 }

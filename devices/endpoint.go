@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
@@ -112,7 +113,13 @@ func (m *Manager) updateDevices(ep *endpoint, list []*pluginapi.Device) {
 	}
 	healthy, unhealthy := sets.New[string](), sets.New[string]()
 	devices := make(map[string]*pluginapi.Device, len(list))
+	changed := sets.New[types.UID]()
 	for _, d := range list {
+		if old, ok := m.devices[ep.resource][d.ID]; !ok || old.Health != d.Health {
+			if uid, ok := m.pods.holder(ep.resource, d.ID); ok {
+				changed.Insert(uid)
+			}
+		}
 		devices[d.ID] = d
 		if d.Health == pluginapi.Healthy {
 			healthy.Insert(d.ID)
@@ -125,6 +132,9 @@ func (m *Manager) updateDevices(ep *endpoint, list []*pluginapi.Device) {
 	m.mu.Unlock()
 	m.log.V(2).Info("Devices updated", "resourceName", ep.resource, "healthy", healthy.Len(), "unhealthy", unhealthy.Len())
 	m.onChange()
+	if changed.Len() > 0 {
+		m.onHealthChange(sets.List(changed))
+	}
 }
 
 // markUnhealthy turns every device of a resource unhealthy (its plugin went away). The caller holds the lock.

@@ -51,14 +51,18 @@ type Options struct {
 	Clock clock.PassiveClock
 	// OnChange is told when a resource's devices change (the Node's status is due). It must not block.
 	OnChange func()
+	// OnHealthChange is told which pods hold devices whose health changed (their status is due). It must
+	// not block.
+	OnHealthChange func([]types.UID)
 }
 
 // Manager is the device manager. Its methods are safe for concurrent use.
 type Manager struct {
-	dir      string
-	log      logr.Logger
-	clock    clock.PassiveClock
-	onChange func()
+	dir            string
+	log            logr.Logger
+	clock          clock.PassiveClock
+	onChange       func()
+	onHealthChange func([]types.UID)
 
 	mu        sync.Mutex
 	endpoints map[string]*endpoint                    // by resource name: the plugin serving it, or one that went away
@@ -79,8 +83,11 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.OnChange == nil {
 		opts.OnChange = func() {}
 	}
+	if opts.OnHealthChange == nil {
+		opts.OnHealthChange = func([]types.UID) {}
+	}
 	m := &Manager{
-		dir: opts.Dir, log: opts.Log, clock: opts.Clock, onChange: opts.OnChange,
+		dir: opts.Dir, log: opts.Log, clock: opts.Clock, onChange: opts.OnChange, onHealthChange: opts.OnHealthChange,
 		endpoints: map[string]*endpoint{}, healthy: map[string]sets.Set[string]{},
 		unhealthy: map[string]sets.Set[string]{}, devices: map[string]map[string]*pluginapi.Device{},
 		pods: podDevices{}, reuse: map[types.UID]map[string]sets.Set[string]{},
@@ -237,6 +244,31 @@ func (m *Manager) ContainerDevices(podUID types.UID, container string) map[strin
 	out := map[string]map[int64][]string{}
 	for name, cd := range m.pods[podUID][container] {
 		out[name] = cd.ids
+	}
+	return out
+}
+
+// AllocatedResourcesStatus is the health of the devices given to a container, one entry per resource (the
+// kubelet's allocatedResourcesStatus): a device its plugin lists as Healthy is Healthy, one it lists otherwise
+// Unhealthy, one it does not list (not yet listed since a restart) Healthy, as with the kubelet.
+func (m *Manager) AllocatedResourcesStatus(podUID types.UID, container string) []corev1.ResourceStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []corev1.ResourceStatus
+	for _, name := range sortedKeys(m.pods[podUID][container]) {
+		ids := sets.List(m.pods[podUID][container][name].all())
+		if len(ids) == 0 {
+			continue
+		}
+		rs := corev1.ResourceStatus{Name: corev1.ResourceName(name), Resources: []corev1.ResourceHealth{}}
+		for _, id := range ids {
+			health := corev1.ResourceHealthStatusHealthy
+			if d, ok := m.devices[name][id]; ok && d.Health != pluginapi.Healthy {
+				health = corev1.ResourceHealthStatusUnhealthy
+			}
+			rs.Resources = append(rs.Resources, corev1.ResourceHealth{ResourceID: corev1.ResourceID(id), Health: health})
+		}
+		out = append(out, rs)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -111,13 +112,16 @@ type bed struct {
 	clock   *clocktesting.FakeClock
 	m       *Manager
 	changes chan struct{}
+	health  chan []types.UID
 	stop    context.CancelFunc
 }
 
 func newBed(t *testing.T, dir string) *bed {
 	t.Helper()
-	b := &bed{dir: dir, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), changes: make(chan struct{}, 100)}
-	m, err := NewManager(Options{Dir: dir, Log: testr.New(t), Clock: b.clock, OnChange: func() { b.changes <- struct{}{} }})
+	b := &bed{dir: dir, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), changes: make(chan struct{}, 100),
+		health: make(chan []types.UID, 10)}
+	m, err := NewManager(Options{Dir: dir, Log: testr.New(t), Clock: b.clock, OnChange: func() { b.changes <- struct{}{} },
+		OnHealthChange: func(uids []types.UID) { b.health <- uids }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +228,14 @@ func TestDevicePluginLifecycle(t *testing.T) {
 
 	p.update <- []*pluginapi.Device{{ID: "dev-1", Health: pluginapi.Healthy}, {ID: "dev-2", Health: pluginapi.Unhealthy}}
 	b.waitFor(t, "one unhealthy device", func() bool { c, a := b.counts("example.com/resource"); return c == 2 && a == 1 })
+	if uids := <-b.health; len(uids) != 1 || uids[0] != "uid-2" {
+		t.Fatalf("health change told for %v, want uid-2", uids)
+	}
+	want := []corev1.ResourceStatus{{Name: "example.com/resource", Resources: []corev1.ResourceHealth{
+		{ResourceID: "dev-1", Health: corev1.ResourceHealthStatusHealthy}, {ResourceID: "dev-2", Health: corev1.ResourceHealthStatusUnhealthy}}}}
+	if got := b.m.AllocatedResourcesStatus("uid-2", "c"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("allocatedResourcesStatus %+v, want %+v", got, want)
+	}
 
 	p.srv.Stop()
 	b.waitFor(t, "the plugin gone", func() bool { c, a := b.counts("example.com/resource"); return c == 2 && a == 0 })

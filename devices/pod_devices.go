@@ -43,6 +43,18 @@ func (p podDevices) set(uid types.UID, container, name string, cd containerDevic
 	p[uid][container][name] = cd
 }
 
+// holder is the pod a device of a resource is assigned to.
+func (p podDevices) holder(name, id string) (types.UID, bool) {
+	for uid, containers := range p {
+		for _, resources := range containers {
+			if cd, ok := resources[name]; ok && cd.all().Has(id) {
+				return uid, true
+			}
+		}
+	}
+	return "", false
+}
+
 // inUse are the devices assigned, by resource name.
 func (p podDevices) inUse() map[string]sets.Set[string] {
 	out := map[string]sets.Set[string]{}

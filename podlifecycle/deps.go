@@ -219,6 +219,7 @@ func (noDevices) SanitizeAllocatable(_ *corev1.Pod, alloc corev1.ResourceList) c
 func (noDevices) RunContainerOptions(context.Context, *corev1.Pod, *corev1.Container) (*devices.RunOptions, error) {
 	return nil, nil
 }
+func (noDevices) AllocatedResourcesStatus(types.UID, string) []corev1.ResourceStatus { return nil }
 
 // errStandalone is what a standalone reconciler's Node returns.
 var errStandalone = errors.New("standalone: no API server")

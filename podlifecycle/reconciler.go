@@ -262,6 +262,22 @@ func ctrlResult(r result) ctrl.Result { return ctrl.Result{RequeueAfter: r.After
 // Enqueue asks for a sync of the pod namespace/name (for the probes' result changes).
 func (r *Reconciler) Enqueue(key types.NamespacedName) { r.enqueue(key) }
 
+// EnqueueUIDs asks the workers of these pods to sync them (the device manager: their devices' health
+// changed). Pods the node does not have are left.
+func (r *Reconciler) EnqueueUIDs(uids []types.UID) {
+	r.mu.Lock()
+	var keys []types.NamespacedName
+	for _, uid := range uids {
+		if w, ok := r.workers[uid]; ok {
+			keys = append(keys, w.Key)
+		}
+	}
+	r.mu.Unlock()
+	for _, k := range keys {
+		r.enqueue(k)
+	}
+}
+
 // staticSeen reports whether every configured static pod source has been read at least once.
 func (r *Reconciler) staticSeen() bool {
 	return r.static.SeenSources(r.staticKinds...)

@@ -1,6 +1,7 @@
 package podstatus
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -65,6 +66,9 @@ type Input struct {
 	// ResizeConditions are the pod's PodResizePending and PodResizeInProgress conditions, as the agent's
 	// resize decisions keep them.
 	ResizeConditions []corev1.PodCondition
+	// DeviceHealth is the health of the devices given to a container of the pod, by resource (nil: none):
+	// its allocatedResourcesStatus.
+	DeviceHealth func(container string) []corev1.ResourceStatus
 	// Actuated is the resources last applied to a container of the pod (nil, or ok false: not known): what
 	// the runtime does not report of them (the memory request) is taken from it.
 	Actuated func(container string) (corev1.ResourceRequirements, bool)
@@ -191,6 +195,7 @@ func (b *builder) generate() corev1.PodStatus {
 	spec := &b.pod.Spec
 	s := corev1.PodStatus{QOSClass: podrules.GetPodQOS(b.pod)}
 	s.ContainerStatuses = b.ctrs.containerStatuses(spec.Containers, b.old.ContainerStatuses, false)
+	b.ctrs.setDeviceHealth(s.ContainerStatuses)
 	s.InitContainerStatuses = b.ctrs.containerStatuses(spec.InitContainers, b.old.InitContainerStatuses, true)
 	s.EphemeralContainerStatuses = b.ctrs.containerStatuses(ephemeralContainers(spec), b.old.EphemeralContainerStatuses, false)
 	s.Resources, s.AllocatedResources = b.podResources()
@@ -199,6 +204,26 @@ func (b *builder) generate() corev1.PodStatus {
 	s.Conditions = b.conds.conditions(&s)
 	b.setIPs(&s)
 	return s
+}
+
+// setDeviceHealth sets each container's allocatedResourcesStatus to the health of the devices it was given
+// (the kubelet's UpdateAllocatedResourcesStatus, for its regular containers): an entry of a resource is
+// replaced, others are kept.
+func (r containerRules) setDeviceHealth(statuses []corev1.ContainerStatus) {
+	if r.in.DeviceHealth == nil {
+		return
+	}
+	for i := range statuses {
+		st := &statuses[i]
+		for _, rs := range r.in.DeviceHealth(st.Name) {
+			j := slices.IndexFunc(st.AllocatedResourcesStatus, func(old corev1.ResourceStatus) bool { return old.Name == rs.Name })
+			if j >= 0 {
+				st.AllocatedResourcesStatus[j] = rs
+			} else {
+				st.AllocatedResourcesStatus = append(st.AllocatedResourcesStatus, rs)
+			}
+		}
+	}
 }
 
 // rejected is the status of a pod refused at admission.

@@ -294,6 +294,9 @@ type Prober interface {
 // that the container starts.
 type Devices interface {
 	RunContainerOptions(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*devices.RunOptions, error)
+	// AllocatedResourcesStatus is the health of a container's devices, by resource (its
+	// allocatedResourcesStatus).
+	AllocatedResourcesStatus(podUID types.UID, container string) []corev1.ResourceStatus
 }
 
 // Volumes is what the syncer asks of the volume manager (volumes.Manager).
@@ -385,6 +388,7 @@ type noDevices struct{}
 func (noDevices) RunContainerOptions(context.Context, *corev1.Pod, *corev1.Container) (*devices.RunOptions, error) {
 	return nil, nil
 }
+func (noDevices) AllocatedResourcesStatus(types.UID, string) []corev1.ResourceStatus { return nil }
 
 // noServices are no Services: containers get no service environment variables.
 type noServices struct{}

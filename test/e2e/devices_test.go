@@ -101,6 +101,7 @@ func podResources(ns, name string) []string {
 }
 
 var _ = Describe("Device plugins", Ordered, func() {
+	// The upstream sample device plugin runs as a pod, its registration directory the agent's.
 	var ns string
 	BeforeAll(func() {
 		ns = newNamespace()
@@ -121,6 +122,11 @@ var _ = Describe("Device plugins", Ordered, func() {
 		Expect(ids[0]).To(BeElementOf("Dev-1", "Dev-2"))
 		p := getPod(Default, ns, "one")
 		Eventually(func() string { return containerLog(p, "main", 0) }).Should(ContainSubstring("/tmp/" + ids[0]))
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "one").Status.ContainerStatuses[0].AllocatedResourcesStatus).To(Equal([]corev1.ResourceStatus{{
+				Name: sampleResource, Resources: []corev1.ResourceHealth{{ResourceID: corev1.ResourceID(ids[0]), Health: corev1.ResourceHealthStatusHealthy}},
+			}}))
+		}).Should(Succeed(), "the device's health in the container's status")
 	})
 
 	It("rejects a pod asking for more devices than are free, with the kubelet's reason", func() {
