@@ -43,10 +43,10 @@ e2e: build ## End-to-end suite on a real bed: etcd, kube-apiserver, scheduler, c
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh
 
 .PHONY: e2e-systemd
-e2e-systemd: build ## The systemd cgroup driver: its test against a real systemd, then the cgroup e2e specs on a bed whose containerd and agent use systemd (hack/systemd.sh runs one where PID 1 is not systemd).
+e2e-systemd: build ## The systemd cgroup driver: its test against a real systemd, then the cgroup e2e specs on a bed whose containerd and agent use systemd (hack/systemd.sh runs one where PID 1 is not systemd), with logind for graceful node shutdown's specs.
 	go test -c -o bin/podcgroups.test ./podcgroups/
 	bash hack/systemd.sh run env NODELET_SYSTEMD_SOCKET=/run/systemd/private bin/podcgroups.test -test.run 'Systemd' -test.v
-	CGROUP_DRIVER=systemd NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh -ginkgo.focus='cgroup|pids'
+	CGROUP_DRIVER=systemd LOGIND=1 E2E_LABELS='!storage-bed' NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/e2e.sh -ginkgo.focus='cgroup|pids|Graceful node shutdown'
 
 .PHONY: e2e-storage
 e2e-storage: build ## Persistent storage on the storage bed (containerd 2.x, the CSI hostpath driver and kind's local-path provisioner from upstream's manifests, /var/lib/kubelet as the agent's root): the e2e specs labelled storage-bed (AGENT=kubelet: the real kubelet).

@@ -30,6 +30,7 @@ import (
 	"github.com/nodelet/nodelet/devices"
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/nodeshutdown"
 	"github.com/nodelet/nodelet/podcgroups"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
@@ -116,6 +117,8 @@ type Agent struct {
 	// evaluation once the Node controller is built.
 	devices     *devices.Manager
 	nodeTrigger atomic.Pointer[func()]
+	// shutdown is graceful node shutdown (nil on a simulated node).
+	shutdown *nodeshutdown.Manager
 	// podsTrigger asks for syncs of pods once the pod workers are built.
 	podsTrigger atomic.Pointer[func([]types.UID)]
 	// probeMetrics are the prober's metrics the node API serves at /metrics/probes (nil on a simulated node).

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/containergc"
 	"github.com/nodelet/nodelet/devices"
 	"github.com/nodelet/nodelet/imagegc"
+	"github.com/nodelet/nodelet/nodeshutdown"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/staticpods"
@@ -34,6 +36,7 @@ func (h host) setupHost(a *Agent, restCfg *rest.Config, store *staticpods.Store,
 		return err
 	}
 	a.containerDeletor.Store(cgc)
+	a.shutdown.UsePods(pods)
 	a.local = append(a.local, srv, gc, cgc, h.podResourcesServer(a, pods))
 	return h.evictionManager(a, rec, srv, pods, gc, cgc)
 }
@@ -56,6 +59,28 @@ func (host) deviceManager(a *Agent, deps *podlifecycle.Deps) error {
 		return err
 	}
 	a.devices, deps.Devices = m, m
+	a.local = append(a.local, manager.RunnableFunc(m.Start))
+	return nil
+}
+
+// shutdownManager is graceful node shutdown, as shutdownGracePeriod, shutdownGracePeriodCriticalPods and
+// shutdownGracePeriodByPodPriority say (off without them): an admission handler of the pod workers, a
+// readiness condition of the Node (setupAPI), and the pods' stop when logind says the machine goes down.
+func (host) shutdownManager(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder) error {
+	m := nodeshutdown.New(nodeshutdown.Options{
+		Groups: nodeshutdown.Groups(&a.cfg.Kubelet), Recorder: rec, NodeName: a.cfg.NodeName, Clock: a.clock(),
+		Log: a.log.WithName("nodeshutdown"), StateDir: a.cfg.RootDir,
+		SyncNode: func() {
+			if f := a.nodeTrigger.Load(); f != nil {
+				(*f)()
+			}
+		},
+	})
+	if err := m.RegisterMetrics(a.opts.Metrics); err != nil {
+		return fmt.Errorf("register graceful shutdown metrics: %w", err)
+	}
+	a.shutdown = m
+	deps.Admitters = append(deps.Admitters, m)
 	a.local = append(a.local, manager.RunnableFunc(m.Start))
 	return nil
 }

@@ -71,11 +71,13 @@ func (a *Agent) setupAPI(ctx context.Context, recorder record.EventRecorder, ips
 		// Attachable volumes are mounted once the node's status lists them: a change is written at once.
 		node.Volumes, a.volumeMgr.InUseChanged = a.volumeMgr, node.Trigger
 	}
+	trigger := node.Trigger
+	a.nodeTrigger.Store(&trigger) // a device plugin's change, a shutdown: written at once
 	if a.devices != nil {
-		// A device plugin's change is written at once: pods asking for its devices wait for the Node.
 		node.Devices = a.devices
-		trigger := node.Trigger
-		a.nodeTrigger.Store(&trigger)
+	}
+	if a.shutdown != nil {
+		node.NotReady = append(node.NotReady, a.shutdown.ShutdownStatus)
 	}
 	if err := node.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node controller: %w", err)

@@ -928,3 +928,29 @@ func TestImagePullParallelism(t *testing.T) {
 		})
 	}
 }
+
+// Graceful node shutdown's periods are checked as the kubelet checks them.
+func TestValidateShutdownPeriods(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kc   kubeletconfigv1beta1.KubeletConfiguration
+		want string
+	}{
+		{"critical above the whole", kubeletconfigv1beta1.KubeletConfiguration{ShutdownGracePeriod: metav1.Duration{Duration: 10 * time.Second},
+			ShutdownGracePeriodCriticalPods: metav1.Duration{Duration: 20 * time.Second}}, "must be <= shutdownGracePeriod 10s"},
+		{"below a second", kubeletconfigv1beta1.KubeletConfiguration{ShutdownGracePeriod: metav1.Duration{Duration: 500 * time.Millisecond}},
+			"must be either zero or otherwise >= 1 sec"},
+		{"both ways", kubeletconfigv1beta1.KubeletConfiguration{ShutdownGracePeriod: metav1.Duration{Duration: 10 * time.Second},
+			ShutdownGracePeriodByPodPriority: []kubeletconfigv1beta1.ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: 5}}},
+			"Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time"},
+	} {
+		errs := validateShutdown(&tc.kc)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, errs, tc.want)
+		}
+	}
+	if errs := validateShutdown(&kubeletconfigv1beta1.KubeletConfiguration{ShutdownGracePeriod: metav1.Duration{Duration: 30 * time.Second},
+		ShutdownGracePeriodCriticalPods: metav1.Duration{Duration: 10 * time.Second}}); len(errs) != 0 {
+		t.Errorf("valid periods: %v", errs)
+	}
+}

@@ -56,6 +56,7 @@ var implementedFields = map[string]bool{
 	"evictionSoft": true, "evictionSoftGracePeriod": true, "evictionMaxPodGracePeriod": true,
 	"evictionMinimumReclaim": true, "kernelMemcgNotification": true, "localStorageCapacityIsolation": true,
 	"kubeAPIQPS": true, "kubeAPIBurst": true,
+	"shutdownGracePeriod": true, "shutdownGracePeriodCriticalPods": true, "shutdownGracePeriodByPodPriority": true,
 	"featureGates":      true,
 	"logging.verbosity": true,
 	// The node API and pod hardening.
@@ -84,7 +85,6 @@ var defaultOnlyFields = map[string]bool{
 	"kubeletCgroups": true, "systemCgroups": true, "systemReservedCgroup": true, "kubeReservedCgroup": true,
 	"reservedSystemCPUs": true, "reservedMemory": true, "qosReserved": true, "defaultPodSysctls": true,
 	"memoryThrottlingFactor": true, "memoryReservationPolicy": true,
-	"shutdownGracePeriod": true, "shutdownGracePeriodCriticalPods": true, "shutdownGracePeriodByPodPriority": true,
 	"logging": true,
 }
 

@@ -51,6 +51,7 @@ func ValidateKubelet(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorLi
 	errs = append(errs, validateReserved(k.SystemReserved, field.NewPath("systemReserved"))...)
 	errs = append(errs, validateReserved(k.KubeReserved, field.NewPath("kubeReserved"))...)
 	errs = append(errs, validateImageGC(k)...)
+	errs = append(errs, validateShutdown(k)...)
 	errs = append(errs, validateEnum(k.Logging.Format, field.NewPath("logging", "format"), "text", "json")...)
 	for i, t := range k.RegisterWithTaints {
 		errs = append(errs, validateTaint(t, field.NewPath("registerWithTaints").Index(i))...)
@@ -78,12 +79,32 @@ func validateDurations(k *kubeletconfigv1beta1.KubeletConfiguration) field.Error
 		"imageMaximumGCAge":                k.ImageMaximumGCAge,
 		"streamingConnectionIdleTimeout":   k.StreamingConnectionIdleTimeout,
 		"evictionPressureTransitionPeriod": k.EvictionPressureTransitionPeriod,
-		"shutdownGracePeriod":              k.ShutdownGracePeriod,
 	}
 	for _, name := range sortedKeys(nonNegative) {
 		if d := nonNegative[name].Duration; d < 0 {
 			errs = append(errs, field.Invalid(field.NewPath(name), d.String(), "must not be negative"))
 		}
+	}
+	return errs
+}
+
+// validateShutdown checks graceful node shutdown's periods as the kubelet does.
+func validateShutdown(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	period, critical := k.ShutdownGracePeriod.Duration, k.ShutdownGracePeriodCriticalPods.Duration
+	if critical > period {
+		errs = append(errs, field.Invalid(field.NewPath("shutdownGracePeriodCriticalPods"), critical.String(), "must be <= shutdownGracePeriod "+period.String()))
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"shutdownGracePeriod", period}, {"shutdownGracePeriodCriticalPods", critical}} {
+		if f.d < 0 || (f.d > 0 && f.d < time.Second) {
+			errs = append(errs, field.Invalid(field.NewPath(f.name), f.d.String(), "must be either zero or otherwise >= 1 sec"))
+		}
+	}
+	if len(k.ShutdownGracePeriodByPodPriority) != 0 && (period > 0 || critical > 0) {
+		errs = append(errs, field.Forbidden(field.NewPath("shutdownGracePeriodByPodPriority"), "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time"))
 	}
 	return errs
 }

@@ -99,6 +99,9 @@ type NodeReconciler struct {
 	// only such pods and updates through).
 	DeclaredFeatures []string
 	HealthChecks     []HealthCheck
+	// NotReady are conditions that make the node NotReady in their own words (the node shutdown manager's
+	// "node is shutting down").
+	NotReady []func() error
 	// Pressure reports the pressure conditions; nil reports none (a simulated node).
 	Pressure PressureSource
 	// Volumes gives status.volumesInUse; nil: none (a simulated node).

@@ -349,6 +349,11 @@ func (r *NodeReconciler) observe(ctx context.Context) (observation, error) {
 			o.healthErrs = append(o.healthErrs, fmt.Errorf("%s is not healthy: %w", hc.Name, err))
 		}
 	}
+	for _, check := range r.NotReady {
+		if err := check(); err != nil {
+			o.healthErrs = append(o.healthErrs, err)
+		}
+	}
 	return o, nil
 }
 

@@ -4,7 +4,8 @@
 # The nodelet binary is built into bin/nodelet first unless NODELET_BIN names one. Extra arguments go to go test,
 # e.g. hack/e2e.sh -run 'TestPods/restart'. Set KEEP_BED=1 to leave the bed up for a look afterwards.
 # E2E_LABELS is the ginkgo label filter: by default every spec but those labelled storage-bed, which need the
-# storage bed (containerd 2.x, the CSI hostpath driver; make e2e-storage).
+# storage bed (containerd 2.x, the CSI hostpath driver; make e2e-storage), and logind-bed, which need the bed under systemd
+# with logind (make e2e-systemd).
 # Only one bed can run at a time on a machine (fixed ports); stop any other with its own BED_DIR first.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -41,7 +42,7 @@ main() {
   bash "$bed" up
   export NODELET_BED_DIR=$BED_DIR NODELET_BED_SCRIPT=$bed KUBECONFIG=$BED_DIR/pki/admin.kubeconfig KUBECTL=$KUBE_BIN_DIR/kubectl
   cd "$REPO_ROOT"
-  go test ./test/e2e/... -v -count=1 -timeout 30m -ginkgo.label-filter="${E2E_LABELS:-!storage-bed}" "$@"
+  go test ./test/e2e/... -v -count=1 -timeout 30m -ginkgo.label-filter="${E2E_LABELS:-!storage-bed && !logind-bed}" "$@"
 }
 
 main "$@"

@@ -2,7 +2,7 @@
 # Installs the test bed's Debian packages that are missing: containerd, runc, CNI plugins, static busybox,
 # openssl, iproute2, iptables (for the portmap plugin), curl, util-linux, mount, procps, socat (copied into the CSI
 # hostpath image), jq (hack/storage.sh), systemd (for the systemd cgroup driver's bed, run by hack/systemd.sh where
-# PID 1 is not systemd). Idempotent and quiet: apt-get update runs once per call, and only when something is
+# PID 1 is not systemd) and dbus (its system bus and logind, for graceful node shutdown). Idempotent and quiet: apt-get update runs once per call, and only when something is
 # missing. Needs root. Go is not installed here.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
 BED_PACKAGES=(containerd runc containernetworking-plugins busybox-static openssl iproute2 iptables curl util-linux mount
-  procps netcat-openbsd libseccomp-dev pkg-config systemd socat jq)
+  procps netcat-openbsd libseccomp-dev pkg-config systemd dbus socat jq)
 
 installed() {
   [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]

@@ -7,7 +7,9 @@
 #
 # Usage: hack/systemd.sh up | down | exec CMD [ARG...] | run CMD [ARG...] | status
 # run: up, CMD inside, down (on a host whose PID 1 is systemd, CMD runs as it is).
-# Settings (environment): SYSTEMD_DIR (default /var/lib/nodelet-systemd). Needs root and Debian's systemd package.
+# Settings (environment): SYSTEMD_DIR (default /var/lib/nodelet-systemd); LOGIND=1 also runs the system D-Bus and
+# systemd-logind (graceful node shutdown), with a private /etc/systemd/logind.conf.d. Needs root and Debian's
+# systemd (and, for LOGIND, dbus) packages.
 # On a host that runs systemd as PID 1, up refuses: use the host's.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -20,8 +22,11 @@ TARGET=nodelet-bed.target
 # What systemd would start or clean up at boot in a container, masked: nothing but the target runs.
 MASKED=(systemd-journald.service systemd-journald.socket systemd-journald-dev-log.socket systemd-journald-audit.socket
   systemd-tmpfiles-setup.service systemd-tmpfiles-setup-dev.service systemd-tmpfiles-clean.timer systemd-sysctl.service
-  systemd-udevd.service systemd-networkd.service systemd-resolved.service systemd-logind.service
+  systemd-udevd.service systemd-networkd.service systemd-resolved.service
   sysinit.target basic.target rescue.target emergency.target getty.target)
+# With LOGIND=1 the system D-Bus and systemd-logind run too (graceful node shutdown's inhibitor locks); else logind
+# stays masked.
+[ "${LOGIND:-}" = 1 ] || MASKED+=(systemd-logind.service)
 # Cgroups a systemd makes at the root of the tree, removed (when empty) once it is gone.
 SYSTEMD_CGROUPS=(init.scope system.slice user.slice machine.slice kubepods.slice)
 
@@ -47,6 +52,7 @@ echo $(cat /proc/sys/kernel/pid_max) > /proc/sys/kernel/pid_max || true
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 case \$repo/ in /tmp/*) mkdir -p "\$repo"; mount --move "$SYSTEMD_DIR/repo" "\$repo" ;; esac
 mount -t tmpfs -o mode=755 tmpfs /run
+$( [ "${LOGIND:-}" = 1 ] && echo "mount -t tmpfs -o mode=755 tmpfs /etc/systemd/logind.conf.d # the agent's InhibitDelayMaxSec override stays inside" )
 mkdir -p /run/systemd /run/lock
 mount --bind "$SYSTEMD_DIR/run-systemd" /run/systemd
 mkdir -p /run/systemd/system
@@ -63,6 +69,7 @@ up() {
   [ -x /lib/systemd/systemd ] || die "no /lib/systemd/systemd (apt-get install systemd)"
   if pid=$(running_pid); then log "systemd already up (pid $pid)"; return 0; fi
   rm -rf "$SYSTEMD_DIR/run-systemd"
+  if [ "${LOGIND:-}" = 1 ]; then mkdir -p /etc/systemd/logind.conf.d; fi # the mount point of the private one
   mount_cgroup_controllers
   write_init
   # systemd raises these global limits at start; down puts them back.
@@ -79,6 +86,7 @@ up() {
   for i in $(seq 1 100); do
     if nsenter -t "$pid" -m -p systemctl is-active --quiet "$TARGET" 2>/dev/null; then
       log "systemd up (pid $pid, $(nsenter -t "$pid" -m -p systemctl --version | head -1))"
+      [ "${LOGIND:-}" = 1 ] && start_logind "$pid"
       return 0
     fi
     sleep 0.2
@@ -86,6 +94,16 @@ up() {
   cat "$SYSTEMD_DIR/systemd.log" >&2
   down
   die "systemd did not reach $TARGET"
+}
+
+# start_logind PID: the system D-Bus and systemd-logind, started without the boot targets they would wait for.
+start_logind() {
+  nsenter -t "$1" -m -p sh -c 'for u in dbus.socket dbus.service systemd-logind.service; do
+      mkdir -p /run/systemd/system/$u.d && printf "[Unit]\nDefaultDependencies=no\n" > /run/systemd/system/$u.d/bed.conf
+    done
+    systemctl daemon-reload && systemctl start dbus.socket dbus.service systemd-logind.service' ||
+    { down; die "systemd-logind did not start (apt-get install dbus)"; }
+  log "system D-Bus and systemd-logind up"
 }
 
 # remove_cgroups: the empty cgroups a systemd made at the root of each hierarchy, deepest first.
