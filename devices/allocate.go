@@ -13,14 +13,16 @@ import (
 )
 
 // Allocate gives each container of a pod being admitted the devices of every device plugin resource it
-// asks for, as the kubelet's device manager does at admission: first the assignments of pods no longer
-// active (not in active, which holds the admitted pods) are released; then init containers in order, each
-// regular init container's devices left to the containers after it, then the other containers. Its error
-// rejects the pod (UnexpectedAdmissionError). The assignments are checkpointed.
-func (m *Manager) Allocate(ctx context.Context, pod *corev1.Pod, active []*corev1.Pod) error {
+// asks for, as the kubelet's device manager does at admission: first the assignments of pods that no longer
+// hold devices (keep says which do; nil: all, until every pod source was read) are released; then init
+// containers in order, each regular init container's devices left to the containers after it, then the other
+// containers. Its error rejects the pod (UnexpectedAdmissionError). The assignments are checkpointed.
+func (m *Manager) Allocate(ctx context.Context, pod *corev1.Pod, keep func(types.UID) bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.release(pod, active)
+	if keep != nil {
+		m.release(pod.UID, keep)
+	}
 	defer m.writeCheckpoint()
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -41,20 +43,16 @@ func (m *Manager) Allocate(ctx context.Context, pod *corev1.Pod, active []*corev
 	return nil
 }
 
-// release forgets the assignments of pods that are neither pod nor active. The caller holds the lock.
-func (m *Manager) release(pod *corev1.Pod, active []*corev1.Pod) {
-	keep := sets.New(pod.UID)
-	for _, p := range active {
-		keep.Insert(p.UID)
-	}
+// release forgets the assignments of the pods other than admitting that keep does not hold. The caller
+// holds the lock.
+func (m *Manager) release(admitting types.UID, keep func(types.UID) bool) {
 	for uid := range m.pods {
-		if !keep.Has(uid) {
+		if uid != admitting && !keep(uid) {
 			delete(m.pods, uid)
-			delete(m.reuse, uid)
 		}
 	}
 	for uid := range m.reuse {
-		if !keep.Has(uid) {
+		if uid != admitting && !keep(uid) {
 			delete(m.reuse, uid)
 		}
 	}

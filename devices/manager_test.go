@@ -176,6 +176,18 @@ func devicePod(uid, name string, init, regular map[string]int64) *corev1.Pod {
 	return pod
 }
 
+// holding is a keep function: these pods hold their devices, the others not.
+func holding(pods ...*corev1.Pod) func(types.UID) bool {
+	return func(uid types.UID) bool {
+		for _, p := range pods {
+			if p.UID == uid {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 func healthy(ids ...string) []*pluginapi.Device {
 	var out []*pluginapi.Device
 	for _, id := range ids {
@@ -195,7 +207,7 @@ func TestDevicePluginLifecycle(t *testing.T) {
 
 	ctx := context.Background()
 	pod1 := devicePod("uid-1", "one", nil, map[string]int64{"c": 1})
-	if err := b.m.Allocate(ctx, pod1, nil); err != nil {
+	if err := b.m.Allocate(ctx, pod1, holding()); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := b.m.RunContainerOptions(ctx, pod1, &pod1.Spec.Containers[0])
@@ -211,12 +223,12 @@ func TestDevicePluginLifecycle(t *testing.T) {
 	}
 
 	pod2 := devicePod("uid-2", "two", nil, map[string]int64{"c": 2})
-	err = b.m.Allocate(ctx, pod2, []*corev1.Pod{pod1})
+	err = b.m.Allocate(ctx, pod2, holding(pod1))
 	if err == nil || err.Error() != "requested number of devices unavailable for example.com/resource. Requested: 2, Available: 1" {
 		t.Fatalf("Allocate of a pod asking for more than is free: %v", err)
 	}
 	// pod1 gone (not active): its device is free again.
-	if err := b.m.Allocate(ctx, pod2, nil); err != nil {
+	if err := b.m.Allocate(ctx, pod2, holding()); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.m.ContainerDevices("uid-2", "c")["example.com/resource"][nodeWithoutTopology]; len(got) != 2 {
@@ -258,7 +270,7 @@ func TestDevicesSurviveARestart(t *testing.T) {
 	}
 	b.waitFor(t, "three devices", func() bool { _, a := b.counts("example.com/resource"); return a == 3 })
 	pod := devicePod("uid-1", "one", map[string]int64{"init": 2}, map[string]int64{"c": 1})
-	if err := b.m.Allocate(context.Background(), pod, nil); err != nil {
+	if err := b.m.Allocate(context.Background(), pod, nil); err != nil { // nil: nothing released
 		t.Fatal(err)
 	}
 	// The init container gets the preferred device and the first other; the container reuses one of them.

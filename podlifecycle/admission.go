@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodelet/nodelet/podrules"
@@ -31,12 +32,11 @@ type admissionResult struct {
 }
 
 // Devices is what the pod workers ask of the device manager (devices.Manager): the devices of the device
-// plugin resources a pod asks for, given at admission (active are the pods admitted before it: the devices
-// of the others are free again), the allocatable it is admitted against, and the devices its containers
-// get (podsyncer.Devices).
+// plugin resources a pod asks for, given at admission (keep says which other pods still hold theirs; nil:
+// all), the allocatable it is admitted against, and the devices its containers get (podsyncer.Devices).
 type Devices interface {
 	podsyncer.Devices
-	Allocate(ctx context.Context, pod *corev1.Pod, active []*corev1.Pod) error
+	Allocate(ctx context.Context, pod *corev1.Pod, keep func(types.UID) bool) error
 	SanitizeAllocatable(pod *corev1.Pod, alloc corev1.ResourceList) corev1.ResourceList
 }
 
@@ -44,11 +44,11 @@ type Devices interface {
 // sysctl allowlist, the device manager's allocation, then the predicates (admit) against an allocatable
 // that counts the devices just given. The first rejection is reported.
 func runAdmitHandlers(ctx context.Context, pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod,
-	sysctls *SysctlAllowlist, devices Devices) admissionResult {
+	sysctls *SysctlAllowlist, devices Devices, holders func(types.UID) bool) admissionResult {
 	if res := sysctls.admit(pod); !res.admit {
 		return res
 	}
-	if err := devices.Allocate(ctx, pod, admitted); err != nil {
+	if err := devices.Allocate(ctx, pod, holders); err != nil {
 		return admissionResult{reason: reasonUnexpected, message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
 	}
 	if node != nil {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -205,7 +206,7 @@ func TestRunAdmitHandlersOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertAdmission(t, runAdmitHandlers(context.Background(), tt.pod, node, nil, nil, noDevices{}), tt.reason, "")
+			assertAdmission(t, runAdmitHandlers(context.Background(), tt.pod, node, nil, nil, noDevices{}, nil), tt.reason, "")
 		})
 	}
 }
@@ -216,7 +217,7 @@ type failingDevices struct {
 	calls int
 }
 
-func (d *failingDevices) Allocate(context.Context, *corev1.Pod, []*corev1.Pod) error {
+func (d *failingDevices) Allocate(context.Context, *corev1.Pod, func(types.UID) bool) error {
 	d.calls++
 	return errors.New("requested number of devices unavailable for example.com/resource. Requested: 3, Available: 2")
 }
@@ -228,11 +229,11 @@ func TestDeviceAllocationFailureRejects(t *testing.T) {
 		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}}}
 	d := &failingDevices{}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
-	assertAdmission(t, runAdmitHandlers(context.Background(), pod, node, nil, nil, d), "UnexpectedAdmissionError",
+	assertAdmission(t, runAdmitHandlers(context.Background(), pod, node, nil, nil, d, nil), "UnexpectedAdmissionError",
 		"Allocate failed due to requested number of devices unavailable for example.com/resource. Requested: 3, Available: 2, which is unexpected")
 	unsafe := pod.DeepCopy()
 	unsafe.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
-	assertAdmission(t, runAdmitHandlers(context.Background(), unsafe, node, nil, nil, d), "SysctlForbidden", "")
+	assertAdmission(t, runAdmitHandlers(context.Background(), unsafe, node, nil, nil, d, nil), "SysctlForbidden", "")
 	if d.calls != 1 {
 		t.Fatalf("%d allocations, want 1 (none for a pod the sysctls reject)", d.calls)
 	}

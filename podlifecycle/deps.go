@@ -212,7 +212,7 @@ func (r *Reconciler) defaults() {
 // noDevices are no device plugins: no pod asks for their resources.
 type noDevices struct{}
 
-func (noDevices) Allocate(context.Context, *corev1.Pod, []*corev1.Pod) error { return nil }
+func (noDevices) Allocate(context.Context, *corev1.Pod, func(types.UID) bool) error { return nil }
 func (noDevices) SanitizeAllocatable(_ *corev1.Pod, alloc corev1.ResourceList) corev1.ResourceList {
 	return alloc
 }

@@ -159,6 +159,24 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 	return out
 }
 
+// deviceHolders says which pods keep the devices given to them: the pods whose worker has not terminated
+// them, and the pods the node has that no worker has looked at yet (after a restart, their devices come from
+// the checkpoint until their worker sees them running). nil until every pod source was read: then no pod
+// gives its devices up.
+func (r *Reconciler) deviceHolders(ctx context.Context) func(types.UID) bool {
+	apiPods, ok := r.apiPods(ctx)
+	if !ok || !r.staticSeen() {
+		return nil
+	}
+	keep := r.desiredUIDs(apiPods)
+	r.mu.Lock()
+	for uid, w := range r.workers {
+		keep[uid] = w.stage() != terminated
+	}
+	r.mu.Unlock()
+	return func(uid types.UID) bool { return keep[uid] }
+}
+
 // AdmittedPods are the pods admitted to the node and not terminated, stopping ones included (the pods the
 // kubelet's pod resources API lists), with the resources they were admitted with.
 func (r *Reconciler) AdmittedPods() []*corev1.Pod { return r.admittedPods("") }
@@ -307,7 +325,7 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 	defer r.admitMu.Unlock()
 	res := r.admitOthers(pod)
 	if res.admit {
-		res = runAdmitHandlers(ctx, pod, node, r.admittedPods(pod.UID), r.sysctls, r.devices)
+		res = runAdmitHandlers(ctx, pod, node, r.admittedPods(pod.UID), r.sysctls, r.devices, r.deviceHolders(ctx))
 	}
 	if res.admit {
 		w.setAdmitted()
