@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nodelet/nodelet/internal/atomicfile"
+
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -120,14 +122,7 @@ func (f *FileRecords) write(dir, key string, obj apiruntime.Object) error {
 	if err := f.encoder.Encode(obj, &buf); err != nil {
 		return fmt.Errorf("encode image pull record: %w", err)
 	}
-	path := filepath.Join(dir, fileName(key))
-	tmp := path + tmpFileSuffix
-	if err := os.WriteFile(tmp, buf.Bytes(), recordFileMode); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write image pull record: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(filepath.Join(dir, fileName(key)), buf.Bytes(), recordFileMode); err != nil {
 		return fmt.Errorf("write image pull record: %w", err)
 	}
 	return nil

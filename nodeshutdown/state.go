@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodelet/nodelet/internal/atomicfile"
 )
 
 // StateFile is the kubelet's record of the last graceful shutdown, in the root directory.
@@ -45,27 +47,7 @@ func saveState(dir string, st state) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+StateFile+"*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
-	if err := tmp.Chmod(0o644); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, StateFile))
+	return atomicfile.Write(filepath.Join(dir, StateFile), b, 0o644)
 }
 
 // metrics are the kubelet's graceful shutdown gauges.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/nodelet/nodelet/internal/atomicfile"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -569,11 +571,10 @@ func saveVolData(dir string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+csiVolDataFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o640); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, csiVolDataFile), b, 0o640); err != nil {
 		return fmt.Errorf("failed to save volume info data: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, csiVolDataFile))
+	return nil
 }
 
 // loadVolData reads dir/vol_data.json.

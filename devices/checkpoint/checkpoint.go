@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/nodelet/nodelet/internal/atomicfile"
 	"github.com/nodelet/nodelet/internal/checksum"
 )
 
@@ -60,29 +60,12 @@ func Read(path string) (entries []PodDevicesEntry, registered map[string][]strin
 	return d.Data.PodDeviceEntries, d.Data.RegisteredDevices, nil
 }
 
-// Write writes a checkpoint atomically: a temporary file in the same directory, synced, renamed over the old
-// one.
+// Write writes a checkpoint atomically.
 func Write(path string, entries []PodDevicesEntry, registered map[string][]string) error {
 	data := checkpointData{PodDeviceEntries: entries, RegisteredDevices: registered}
 	b, err := json.Marshal(Data{Data: data, Checksum: checksum.New(data)})
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, b, 0o600)
 }
