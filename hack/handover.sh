@@ -97,8 +97,9 @@ spec:
 YAML
 }
 
-# start_pods: under the kubelet, a static pod, a pod with two containers and a readiness probe, and one that
-# crashes once (restart count 1) with an emptyDir volume; waits until they are settled.
+# start_pods: under the kubelet, a static pod, a pod with two containers and a readiness probe, one that
+# crashes once (restart count 1) with an emptyDir volume, a pod on a CSI claim, and the sample device plugin with a
+# pod holding one of its devices; waits until they are settled.
 start_pods() {
   mkdir -p "$BED_DIR/manifests"
   cat > "$BED_DIR/manifests/static.yaml" <<YAML
@@ -143,6 +144,7 @@ spec:
   resources: {requests: {storage: 16Mi}}
 YAML
   data_pod "$node" | K apply -n handover -f -
+  device_pods "$node"
   log "waiting for the pods to run and the crashing one to restart once under the kubelet"
   local start=$SECONDS
   until K get pod -n handover crash -o jsonpath='{.status.containerStatuses[0].restartCount}' | grep -q '^[1-9]' &&
@@ -153,6 +155,62 @@ YAML
     [ $((SECONDS - start)) -gt 180 ] && die "pods not ready under the kubelet"
     sleep 1
   done
+}
+
+# device_pods NODE: under the kubelet, the upstream sample device plugin (two devices of example.com/resource)
+# and a pod holding one of them.
+device_pods() {
+  K apply -n handover -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: device-plugin}
+spec:
+  nodeName: $1
+  volumes: [{name: dp, hostPath: {path: /var/lib/kubelet/device-plugins, type: Directory}}]
+  containers:
+  - {name: plugin, image: registry.k8s.io/e2e-test-images/sample-device-plugin:1.7, volumeMounts: [{name: dp, mountPath: /var/lib/kubelet/device-plugins}]}
+YAML
+  local start=$SECONDS
+  until [ "$(K get node "$1" -o jsonpath='{.status.allocatable.example\.com/resource}')" = 2 ]; do
+    [ $((SECONDS - start)) -gt 120 ] && die "the sample device plugin's devices are not on the Node under the kubelet"
+    sleep 1
+  done
+  device_pod device "$1" | K apply -n handover -f -
+  K wait -n handover pod/device --for=condition=Ready --timeout=60s >/dev/null || die "the device pod is not Ready under the kubelet"
+}
+
+# device_pod NAME NODE: a pod asking for one sample device, printing the device it was given.
+device_pod() {
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  nodeName: $2
+  containers:
+  - {name: main, image: busybox, command: [sh, -c, "ls -d /tmp/Dev-*; sleep 3600"], resources: {limits: {example.com/resource: 1}}}
+YAML
+}
+
+# devices_under_nodelet: the device plugin registers with nodelet (its devices back on the Node), and a new pod
+# asking for a device gets the one the kubelet did not give (nodelet read the kubelet's checkpoint).
+devices_under_nodelet() {
+  local node start=$SECONDS held got
+  node=$(K get node -o jsonpath='{.items[0].metadata.name}')
+  until [ "$(K get node "$node" -o jsonpath='{.status.allocatable.example\.com/resource}')" = 2 ]; do
+    [ $((SECONDS - start)) -gt 90 ] && break
+    sleep 1
+  done
+  held=$(K logs -n handover device)
+  device_pod device2 "$node" | K apply -n handover-new -f - >/dev/null
+  if K wait -n handover-new pod/device2 --for=condition=Ready --timeout=60s >/dev/null; then
+    got=$(K logs -n handover-new device2)
+  fi
+  if [ -n "${got:-}" ] && [ "$got" != "$held" ]; then
+    log "RESULT device plugin under nodelet: registered again ($((SECONDS - start)) s), the kubelet's pod keeps $held, a new pod gets $got"
+  else
+    log "RESULT device plugin under nodelet: FAILED (the kubelet's pod holds ${held:-?}, the new pod got ${got:-nothing})"; FAILED=1
+  fi
 }
 
 # start_impostor: a pod whose process calls itself kubelet, beside the real one (the takeover must not take it
@@ -360,6 +418,7 @@ YAML
   log "under nodelet ($(node_version)):"; cat "$BED_DIR/after-nodelet.txt"
   compare kubelet→nodelet "$BED_DIR/before.txt" "$BED_DIR/after-nodelet.txt"
   checks_under_nodelet
+  devices_under_nodelet
   rollout
   csi_under_nodelet
 
