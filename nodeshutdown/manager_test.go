@@ -209,3 +209,31 @@ func TestOffWithoutPeriods(t *testing.T) {
 		t.Fatal("a pod refused")
 	}
 }
+
+// A lost D-Bus connection is made again: the lock is taken on the new one, and its signals are followed.
+func TestReconnectsAfterTheBusGoes(t *testing.T) {
+	g := NewWithT(t)
+	first := &fakeLogind{delay: time.Minute, events: make(chan bool)}
+	second := &fakeLogind{delay: time.Minute, events: make(chan bool)}
+	conns := make(chan logind, 2)
+	conns <- first
+	conns <- second
+	syncs := make(chan struct{}, 10)
+	m := New(Options{Groups: []Group{{0, time.Second}}, Recorder: record.NewFakeRecorder(10), Clock: clock.RealClock{}, Log: testr.New(t),
+		SyncNode: func() { syncs <- struct{}{} }, StateDir: t.TempDir(),
+		connect: func(context.Context, string) (logind, error) { return <-conns, nil }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Start(ctx) }()
+	defer func() {
+		cancel()
+		g.Expect(<-done).To(Succeed())
+	}()
+	g.Eventually(first.held).Should(Equal(1))
+	close(first.events) // the connection is gone
+	g.Eventually(second.held, 10*time.Second).Should(Equal(1), "a lock on the new connection after a second")
+	g.Expect(first.held()).To(BeZero(), "the old lock released")
+	second.events <- true
+	<-syncs
+	g.Expect(m.ShutdownStatus()).To(HaveOccurred())
+}
