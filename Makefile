@@ -107,6 +107,10 @@ $(GOLANGCI_LINT):
 bench: build ## Pod start/stop latency on a real containerd bed vs the raw CRI floor (prints figures; never fails on them).
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/bench.sh
 
+.PHONY: chaos
+chaos: build ## Faults on the bed with each node agent (containerd or the agent SIGKILLed during a 30-pod burst or deletion): prints CHAOS lines (convergence time, stuck, restarted, duplicated, left behind). AGENTS, FAULTS, ROUNDS, N.
+	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/chaos.sh
+
 .PHONY: handover
 handover: build testbins ## Kubelet → nodelet → kubelet on a bed of its own through deploy/ (MODE=process: by hand); fails on any restarted container.
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/handover.sh

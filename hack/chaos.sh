@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Fault injection on the bed (make chaos): each fault run with each node agent (AGENTS, default "nodelet kubelet"),
+# each on a bed of its own (BED_DIR default /var/lib/nodelet-bed-chaos, cleaned first). Per fault and agent it
+# prints a CHAOS line: the time from the fault's end (the component started again) until every pod converged,
+# and what went wrong — pods stuck (not converged 180 s after), containers restarted that should not have, pods
+# with more than one running container of a name (duplicates), and what the deleted pods left behind 2 minutes
+# after they were gone (sandboxes, containers, pod directories, mounts).
+#
+# Faults (ROUNDS, default 3, of each):
+#   containerd-burst   containerd SIGKILLed 0.2–2 s into a burst of N pods (default 30), then started again;
+#   containerd-delete  the same in the middle of the deletion of N running pods;
+#   agent-burst        the agent SIGKILLed 0.2–2 s into a burst of N pods, then started again;
+#   agent-delete       the same in the middle of the deletion of N running pods.
+# FAULTS picks some (default all). Needs root; one bed at a time on a machine.
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-chaos} BIN_CACHE
+AGENTS=${AGENTS:-nodelet kubelet}
+FAULTS=${FAULTS:-containerd-burst containerd-delete agent-burst agent-delete}
+ROUNDS=${ROUNDS:-3}
+N=${N:-30}
+NS=chaos
+bed="$here/bed.sh"
+FAILED=0
+
+K() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "$@"; }
+crictl_bed() { "$BED_DIR/bin/crictl" -r "unix://$BED_DIR/run/containerd.sock" "$@"; }
+agent_root() { if [ "$AGENT" = kubelet ]; then echo "$BED_DIR/nodelet/root-kubelet"; else echo "$BED_DIR/nodelet/root"; fi; }
+
+# pods_yaml: N busybox pods bound to the node, quick to stop.
+pods_yaml() {
+  local node i; node=$(K get node -o jsonpath='{.items[0].metadata.name}')
+  for i in $(seq 1 "$N"); do
+    cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p$i, namespace: $NS}
+spec:
+  nodeName: $node
+  terminationGracePeriodSeconds: 2
+  automountServiceAccountToken: false
+  containers: [{name: c, image: busybox, command: [sleep, "3600"]}]
+YAML
+  done
+}
+
+running() { K get pods -n "$NS" --no-headers 2>/dev/null | grep -c ' Running ' || true; }
+present() { K get pods -n "$NS" --no-headers 2>/dev/null | grep -c . || true; }
+
+# wait_until CMD WANT: seconds (fractional) until CMD prints WANT, or "stuck" after 180 s.
+wait_until() {
+  local t0=$EPOCHREALTIME
+  while [ "$($1)" != "$2" ]; do
+    if awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a > 180) }'; then echo stuck; return; fi
+    sleep 0.2
+  done
+  awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# kill_and_restart COMPONENT: SIGKILL it, then start it again through bed.sh.
+kill_and_restart() {
+  local pid; pid=$(cat "$BED_DIR/pids/$1.pid")
+  kill -KILL "$pid"
+  while [ -d "/proc/$pid" ]; do sleep 0.05; done
+  bash "$bed" start "$1" >/dev/null
+}
+
+# restarts: the restart counts of the pods' containers, summed.
+restarts() {
+  K get pods -n "$NS" -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+
+# duplicates: pods with more than one running container named c.
+# (hack/crictl's tables: pods "ID AGE ago STATE NAME NAMESPACE ATTEMPT", ps "ID IMAGE AGE ago STATE NAME ATTEMPT POD".)
+duplicates() {
+  local sandboxes; sandboxes=$(crictl_bed pods | awk -v ns="$NS" 'NR > 1 && $6 == ns { print $1 }')
+  crictl_bed ps | awk -v s="$sandboxes" 'BEGIN { split(s, ids); for (i in ids) mine[ids[i]] = 1 } NR > 1 && ($8 in mine) { print $8 "/" $6 }' |
+    sort | uniq -d | grep -c . || true
+}
+
+# leaks UIDS...: what the runtime and the agent's root still hold of these deleted pods.
+leaks() {
+  local out="" uid n
+  local sandboxes; sandboxes=$(crictl_bed pods | awk -v ns="$NS" 'NR > 1 && $6 == ns { print $1 }')
+  n=$(echo "$sandboxes" | grep -c . || true)
+  [ "$n" = 0 ] || out+=" sandboxes:$n"
+  n=$(crictl_bed ps -a | awk -v s="$sandboxes" 'BEGIN { split(s, ids); for (i in ids) mine[ids[i]] = 1 } NR > 1 && ($8 in mine)' | grep -c . || true)
+  [ "$n" = 0 ] || out+=" containers:$n"
+  n=0
+  for uid in "$@"; do [ -e "$(agent_root)/pods/$uid" ] && n=$((n + 1)); done
+  [ "$n" = 0 ] || out+=" pod-dirs:$n"
+  n=0
+  for uid in "$@"; do grep -q "/pods/$uid/" /proc/self/mountinfo && n=$((n + 1)); done
+  [ "$n" = 0 ] || out+=" mounts:$n"
+  echo "${out:- none}"
+}
+
+uids() { K get pods -n "$NS" -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}'; }
+
+# settle_leaks UIDS...: leaks, given the agent 2 minutes to clean up after the pods are gone (the kubelet removes
+# the sandboxes of deleted pods in its container garbage collection, every minute).
+settle_leaks() {
+  local i l
+  for i in $(seq 1 240); do
+    l=$(leaks "$@")
+    [ "$l" = " none" ] && break
+    sleep 0.5
+  done
+  echo "$l"
+}
+
+report() { # FAULT ROUND CONVERGE RESTARTS DUPLICATES LEAKS
+  echo "CHAOS agent=$AGENT fault=$1 round=$2 converged_after_s=$3 restarted=$4 duplicates=$5 left:$6"
+  if [ "$3" = stuck ] || [ "$4" != 0 ] || [ "$5" != 0 ] || [ "$6" != " none" ]; then FAILED=1; fi
+}
+
+fresh_namespace() {
+  K delete namespace "$NS" --wait=true --timeout=180s >/dev/null 2>&1 || true
+  K create namespace "$NS" >/dev/null
+  until K get serviceaccount -n "$NS" default >/dev/null 2>&1; do sleep 0.2; done
+}
+
+delay() { awk -v r="$RANDOM" 'BEGIN { printf "%.1f", 0.2 + (r % 19) / 10 }'; }
+
+# burst COMPONENT FAULT ROUND: the pods created, COMPONENT killed meanwhile; converged = all Running.
+burst() {
+  local d ids conv r dup
+  fresh_namespace
+  pods_yaml | K apply -f - >/dev/null &
+  d=$(delay)
+  sleep "$d"
+  kill_and_restart "$1"
+  wait
+  conv=$(wait_until running "$N")
+  r=$(restarts); dup=$(duplicates)
+  mapfile -t ids < <(uids)
+  K delete pods -n "$NS" --all --wait=true --timeout=180s >/dev/null || true
+  report "$2" "$3 (kill at ${d}s)" "$conv" "$r" "$dup" "$(settle_leaks "${ids[@]}")"
+}
+
+# deletion COMPONENT FAULT ROUND: N running pods deleted, COMPONENT killed meanwhile; converged = all gone.
+deletion() {
+  local d ids conv
+  fresh_namespace
+  pods_yaml | K apply -f - >/dev/null
+  [ "$(wait_until running "$N")" != stuck ] || { report "$2" "$3" stuck - - "(pods never ran)"; return; }
+  mapfile -t ids < <(uids)
+  K delete pods -n "$NS" --all --wait=false >/dev/null &
+  d=$(delay)
+  sleep "$d"
+  kill_and_restart "$1"
+  wait
+  conv=$(wait_until present 0)
+  report "$2" "$3 (kill at ${d}s)" "$conv" 0 0 "$(settle_leaks "${ids[@]}")"
+}
+
+run_agent() {
+  export AGENT=$1
+  log "chaos with AGENT=$AGENT: a bed of its own in $BED_DIR"
+  bash "$bed" clean >/dev/null 2>&1 || true
+  bash "$bed" up >/dev/null
+  local f r
+  for f in $FAULTS; do
+    for r in $(seq 1 "$ROUNDS"); do
+      case $f in
+        containerd-burst) burst containerd "$f" "$r" ;;
+        containerd-delete) deletion containerd "$f" "$r" ;;
+        agent-burst) burst nodelet "$f" "$r" ;;
+        agent-delete) deletion nodelet "$f" "$r" ;;
+        *) die "unknown fault $f" ;;
+      esac
+    done
+  done
+  bash "$bed" down >/dev/null
+}
+
+main() {
+  [ "$(id -u)" -eq 0 ] || die "needs root"
+  trap 'bash "$bed" down >/dev/null 2>&1 || true' EXIT
+  local a
+  for a in $AGENTS; do run_agent "$a"; done
+  [ "$FAILED" = 0 ] || die "chaos: something was lost, stuck, restarted or left behind (see the CHAOS lines)"
+  log "chaos: nothing lost, stuck, restarted or left behind"
+}
+
+main "$@"
