@@ -83,8 +83,9 @@ func (m *Manager) removeReusable(uid types.UID, container string) {
 // allocateContainer gives one container its devices of each resource and records the plugin's answer.
 // The caller holds the lock.
 func (m *Manager) allocateContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container) error {
-	for _, name := range sortedKeys(m.deviceLimits(c)) {
-		needed := m.deviceLimits(c)[name]
+	limits := m.deviceLimits(c)
+	for _, name := range sortedKeys(limits) {
+		needed := limits[name]
 		ids, err := m.devicesToAllocate(ctx, pod.UID, c.Name, name, needed)
 		if err != nil {
 			return err
