@@ -3,6 +3,7 @@ package podlifecycle
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -157,6 +158,20 @@ func (r *Reconciler) admittedPods(except types.UID) []*corev1.Pod {
 		out[i], _ = r.alloc.PodWithAllocation(p)
 	}
 	return out
+}
+
+// admittedOthers are the pods a new pod is admitted beside: the admitted pods, less those the pod sources no
+// longer have (a pod force-deleted from the API whose containers still stop), as the kubelet's pod manager drops
+// them at once. The API's cache holds every deletion made before the new pod was created, whether or not the
+// deleted pod's worker has seen it yet.
+func (r *Reconciler) admittedOthers(ctx context.Context, except types.UID) []*corev1.Pod {
+	admitted := r.admittedPods(except)
+	apiPods, ok := r.apiPods(ctx)
+	if !ok || !r.staticSeen() {
+		return admitted
+	}
+	desired := r.desiredUIDs(apiPods)
+	return slices.DeleteFunc(admitted, func(p *corev1.Pod) bool { return !desired[p.UID] })
 }
 
 // deviceHolders says which pods keep the devices given to them: the pods whose worker has not terminated
@@ -325,7 +340,7 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 	defer r.admitMu.Unlock()
 	res := r.admitOthers(pod)
 	if res.admit {
-		res = runAdmitHandlers(ctx, pod, node, r.admittedPods(pod.UID), r.sysctls, r.devices, r.deviceHolders(ctx))
+		res = runAdmitHandlers(ctx, pod, node, r.admittedOthers(ctx, pod.UID), r.sysctls, r.devices, r.deviceHolders(ctx))
 	}
 	if res.admit {
 		w.setAdmitted()
