@@ -27,9 +27,10 @@ import (
 func newNamespace() string {
 	ns := "e2e-" + utilrand.String(6)
 	Expect(k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	// The controller-manager makes the ServiceAccount; the upstream e2e framework waits up to two minutes for it.
 	Eventually(func() error {
 		return k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
-	}).Should(Succeed())
+	}, 2*time.Minute).Should(Succeed(), "the default ServiceAccount of namespace %s", ns)
 	DeferCleanup(func() {
 		_ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
