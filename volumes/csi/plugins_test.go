@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	"github.com/onsi/gomega"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -33,7 +35,8 @@ func startNode(t *testing.T, root string) *node {
 	n := &node{dir: filepath.Join(root, csi.RegistrationDir), registry: csi.NewRegistry(), clock: clocktesting.NewFakeClock(time.Now())}
 	w := &csi.PluginWatcher{Dir: n.dir, Clock: n.clock,
 		Handlers: map[string]csi.Handler{registerapi.CSIPlugin: &csi.RegistrationHandler{Registry: n.registry}}}
-	ctx, cancel := context.WithCancel(context.Background())
+	// The watcher's log goes to the test's: shown when a test fails.
+	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), testr.New(t)))
 	done := make(chan error, 1)
 	go func() { done <- w.Start(ctx) }()
 	t.Cleanup(func() {
