@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/nodelet/nodelet/userns"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -60,6 +62,23 @@ func (host) deviceManager(a *Agent, deps *podlifecycle.Deps) error {
 	}
 	a.devices, deps.Devices = m, m
 	a.local = append(a.local, manager.RunnableFunc(m.Start))
+	return nil
+}
+
+// userNamespaces gives pods that set hostUsers: false a range of IDs of their own, as the kubelet's user
+// namespace manager (userNamespaces.idsPerPod, the "kubelet" user's subordinate IDs), recorded in the pods'
+// directories.
+func (host) userNamespaces(a *Agent, deps *podlifecycle.Deps) error {
+	var idsPerPod int64
+	if u := a.cfg.Kubelet.UserNamespaces; u != nil && u.IDsPerPod != nil {
+		idsPerPod = *u.IDsPerPod
+	}
+	m, err := userns.New(userns.Options{RootDir: a.cfg.RootDir, IDsPerPod: idsPerPod, MaxPods: int(a.cfg.Kubelet.MaxPods),
+		Runtime: a.cri, Clock: a.clock(), Log: a.log.WithName("userns")})
+	if err != nil {
+		return err
+	}
+	deps.UserNamespaces = m
 	return nil
 }
 

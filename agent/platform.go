@@ -105,7 +105,7 @@ func (host) plegOptions(a *Agent) pleg.Options {
 }
 
 // podParts: probes over the network and the runtime, the volume manager, pod cgroups, pull records, the
-// device manager, graceful node shutdown.
+// device manager, user namespaces, graceful node shutdown.
 func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder, connector *runtime.Connector) (*probes.Manager, error) {
 	a.volumeMgr = h.volumes(a, deps.Node)
 	a.volumeMgr.Recorder = rec
@@ -119,6 +119,9 @@ func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecord
 		return nil, err
 	}
 	if err := h.deviceManager(a, deps); err != nil {
+		return nil, err
+	}
+	if err := h.userNamespaces(a, deps); err != nil {
 		return nil, err
 	}
 	if err := h.shutdownManager(a, deps, rec); err != nil {

@@ -67,6 +67,8 @@ var implementedFields = map[string]bool{
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
 	// Memory: swap and OOM kills.
 	"failSwapOn": true, "memorySwap": true, "singleProcessOOMKill": true,
+	// Pods' user namespaces (package userns).
+	"userNamespaces": true,
 	// Image garbage collection.
 	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true,
 	"imageMinimumGCAge": true, "imageMaximumGCAge": true,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,7 @@ func ValidateKubelet(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorLi
 	errs = append(errs, validateReserved(k.KubeReserved, field.NewPath("kubeReserved"))...)
 	errs = append(errs, validateImageGC(k)...)
 	errs = append(errs, validateShutdown(k)...)
+	errs = append(errs, validateUserNamespaces(k)...)
 	errs = append(errs, validateEnum(k.Logging.Format, field.NewPath("logging", "format"), "text", "json")...)
 	for i, t := range k.RegisterWithTaints {
 		errs = append(errs, validateTaint(t, field.NewPath("registerWithTaints").Index(i))...)
@@ -107,6 +109,25 @@ func validateShutdown(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorL
 		errs = append(errs, field.Forbidden(field.NewPath("shutdownGracePeriodByPodPriority"), "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time"))
 	}
 	return errs
+}
+
+// validateUserNamespaces checks userNamespaces.idsPerPod as the kubelet: whole units of 65536 IDs, at
+// most 2^32-1.
+func validateUserNamespaces(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorList {
+	if k.UserNamespaces == nil || k.UserNamespaces.IDsPerPod == nil {
+		return nil
+	}
+	const unit = 65536
+	p, n := field.NewPath("userNamespaces", "idsPerPod"), *k.UserNamespaces.IDsPerPod
+	switch {
+	case n < unit:
+		return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("must not be less than %d", unit))}
+	case n%unit != 0:
+		return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("must be a multiple of %d", unit))}
+	case n > math.MaxUint32:
+		return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("must not be more than %d", uint64(math.MaxUint32)))}
+	}
+	return nil
 }
 
 func validateNumbers(k *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorList {

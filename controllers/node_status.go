@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -264,18 +266,28 @@ func (r *NodeReconciler) nodeImages(images []*runtimeapi.Image) []corev1.Contain
 	return out
 }
 
-// runtimeHandlers reports the handlers the runtime announces, with their features.
+// runtimeHandlers reports the handlers the runtime announces, with their features, by name (the default
+// handler "" first), as the kubelet.
 func runtimeHandlers(s *runtimeapi.StatusResponse) []corev1.NodeRuntimeHandler {
 	var out []corev1.NodeRuntimeHandler
 	for _, h := range s.GetRuntimeHandlers() {
-		f := &corev1.NodeRuntimeHandlerFeatures{}
-		if h.Features != nil {
-			rro, uns := h.Features.RecursiveReadOnlyMounts, h.Features.UserNamespaces
-			f.RecursiveReadOnlyMounts, f.UserNamespaces = &rro, &uns
-		}
-		out = append(out, corev1.NodeRuntimeHandler{Name: h.Name, Features: f})
+		rro, uns := h.GetFeatures().GetRecursiveReadOnlyMounts(), h.GetFeatures().GetUserNamespaces()
+		out = append(out, corev1.NodeRuntimeHandler{Name: h.Name,
+			Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &rro, UserNamespaces: &uns}})
 	}
+	slices.SortStableFunc(out, func(a, b corev1.NodeRuntimeHandler) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// nodeFeatures are the node's features the runtime supports (status.features), or current when the
+// runtime reports none, as the kubelet.
+func nodeFeatures(s *runtimeapi.StatusResponse, current *corev1.NodeFeatures) *corev1.NodeFeatures {
+	f := s.GetFeatures()
+	if f == nil {
+		return current
+	}
+	sgp := f.GetSupplementalGroupsPolicy()
+	return &corev1.NodeFeatures{SupplementalGroupsPolicy: &sgp}
 }
 
 // nodeStatus computes the status the node should have now, given the current one.
@@ -302,6 +314,7 @@ func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pr
 	if o.runtimeErr == nil {
 		s.Images = r.nodeImages(o.images)
 		s.RuntimeHandlers = runtimeHandlers(o.runtimeStatus)
+		s.Features = nodeFeatures(o.runtimeStatus, s.Features)
 	}
 	if r.Volumes != nil {
 		s.VolumesInUse = r.Volumes.VolumesInUse()

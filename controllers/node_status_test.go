@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/machine"
 )
@@ -96,5 +98,32 @@ func TestDevicePluginResources(t *testing.T) {
 		if _, ok := s.Capacity[name]; !ok {
 			t.Errorf("%s left capacity", name)
 		}
+	}
+}
+
+func TestRuntimeHandlersByNameAndNodeFeatures(t *testing.T) {
+	s := &runtimeapi.StatusResponse{
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{
+			{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}},
+			{Name: ""},
+		},
+	}
+	got := runtimeHandlers(s)
+	if len(got) != 2 || got[0].Name != "" || got[1].Name != "runc" {
+		t.Fatalf("handlers %v, want the default first", got)
+	}
+	if f := got[0].Features; f == nil || f.UserNamespaces == nil || *f.UserNamespaces || f.RecursiveReadOnlyMounts == nil {
+		t.Errorf("a handler without features: %v, want both false", f)
+	}
+	if !*got[1].Features.UserNamespaces {
+		t.Error("runc's user namespace support lost")
+	}
+	current := &corev1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(true)}
+	if nodeFeatures(s, current) != current {
+		t.Error("a runtime that reports no features changed the node's")
+	}
+	s.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: false}
+	if f := nodeFeatures(s, current); f.SupplementalGroupsPolicy == nil || *f.SupplementalGroupsPolicy {
+		t.Errorf("features %v, want supplementalGroupsPolicy false", f)
 	}
 }

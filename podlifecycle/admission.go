@@ -18,10 +18,11 @@ import (
 // The kubelet's admission failure reasons; a resource the node lacks is OutOf<resource name> (OutOfcpu,
 // OutOfpods, OutOfexample.com/foo).
 const (
-	reasonUnexpected        = "UnexpectedAdmissionError"
-	reasonNodeAffinity      = "NodeAffinity"
-	reasonPodOSSelector     = "PodOSSelectorNodeLabelDoesNotMatch"
-	reasonPodOSNotSupported = "PodOSNotSupported"
+	reasonUnexpected         = "UnexpectedAdmissionError"
+	reasonNodeAffinity       = "NodeAffinity"
+	reasonPodOSSelector      = "PodOSSelectorNodeLabelDoesNotMatch"
+	reasonPodOSNotSupported  = "PodOSNotSupported"
+	reasonSupplementalGroups = "SupplementalGroupsPolicyNotSupported"
 )
 
 // admissionResult says whether a pod may start on the node, and if not why (kubelet reason/message).
@@ -60,11 +61,14 @@ func runAdmitHandlers(ctx context.Context, pod *corev1.Pod, node *corev1.Node, a
 }
 
 // admit is the kubelet's predicate admit handler: the pod's OS (its kubernetes.io/os label and
-// spec.os) must be the node's, then it must fit in the node's allocatable minus what the admitted pods
+// spec.os) must be the node's, its supplementalGroupsPolicy supported by the runtime, then it must fit in the node's allocatable minus what the admitted pods
 // request, and match the node's labels (nodeSelector and required node affinity). The first failure is
 // reported.
 func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
 	if res := admitOS(pod, goruntime.GOOS); !res.admit {
+		return res
+	}
+	if res := admitSupplementalGroupsPolicy(pod, node); !res.admit {
 		return res
 	}
 	if res := admitResources(pod, node, admitted); !res.admit {
@@ -92,6 +96,21 @@ func admitOS(pod *corev1.Pod, nodeOS string) admissionResult {
 			message: "Failed to admit pod as the OS field doesn't match node OS"}
 	}
 	return admissionResult{admit: true}
+}
+
+// admitSupplementalGroupsPolicy rejects a pod with supplementalGroupsPolicy Strict on a node whose
+// runtime does not say it supports it (status.features.supplementalGroupsPolicy): the runtime would merge
+// the image's groups in. Merge is what every runtime does.
+func admitSupplementalGroupsPolicy(pod *corev1.Pod, node *corev1.Node) admissionResult {
+	sc := pod.Spec.SecurityContext
+	if node == nil || sc == nil || sc.SupplementalGroupsPolicy == nil || *sc.SupplementalGroupsPolicy != corev1.SupplementalGroupsPolicyStrict {
+		return admissionResult{admit: true}
+	}
+	if f := node.Status.Features; f != nil && f.SupplementalGroupsPolicy != nil && *f.SupplementalGroupsPolicy {
+		return admissionResult{admit: true}
+	}
+	return admissionResult{reason: reasonSupplementalGroups,
+		message: "SupplementalGroupsPolicy=Strict is not supported in this node"}
 }
 
 // admitResources checks the pod count, then every resource the pod requests — CPU, memory, ephemeral

@@ -282,3 +282,35 @@ func TestAdmitEphemeralStorage(t *testing.T) {
 	assertAdmission(t, admitResources(storage(""), without, nil), "", "")
 	assertAdmission(t, admitResources(storage("1Gi"), nil, nil), "", "")
 }
+
+func TestSupplementalGroupsPolicyStrictNeedsTheRuntimesSupport(t *testing.T) {
+	const msg = "SupplementalGroupsPolicy=Strict is not supported in this node"
+	tests := []struct {
+		name      string
+		policy    *corev1.SupplementalGroupsPolicy
+		supported *bool
+		reason    string
+	}{
+		{name: "no policy"},
+		{name: "Merge on a node without the feature", policy: ptr.To(corev1.SupplementalGroupsPolicyMerge)},
+		{name: "Strict on a node that supports it", policy: ptr.To(corev1.SupplementalGroupsPolicyStrict), supported: ptr.To(true)},
+		{name: "Strict, runtime says no", policy: ptr.To(corev1.SupplementalGroupsPolicyStrict), supported: ptr.To(false),
+			reason: "SupplementalGroupsPolicyNotSupported"},
+		{name: "Strict, runtime says nothing", policy: ptr.To(corev1.SupplementalGroupsPolicyStrict),
+			reason: "SupplementalGroupsPolicyNotSupported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{SupplementalGroupsPolicy: tt.policy}}}
+			node := &corev1.Node{}
+			if tt.supported != nil {
+				node.Status.Features = &corev1.NodeFeatures{SupplementalGroupsPolicy: tt.supported}
+			}
+			want := ""
+			if tt.reason != "" {
+				want = msg
+			}
+			assertAdmission(t, admitSupplementalGroupsPolicy(pod, node), tt.reason, want)
+		})
+	}
+}

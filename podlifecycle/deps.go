@@ -67,6 +67,9 @@ type Deps struct {
 	// Devices gives pods the devices of the device plugin resources they ask for, at admission and to
 	// their containers (nil: no device plugins).
 	Devices Devices
+	// UserNamespaces gives pods that set hostUsers: false a user namespace of their own (nil: none; such
+	// pods fail to start with the kubelet's message).
+	UserNamespaces UserNamespaces
 }
 
 // Options are the Reconciler's settings. NodeName and RootDir are required; the others have defaults.
@@ -138,7 +141,11 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		Probes: deps.Probes, Volumes: deps.Volumes, Services: deps.Services, PodCgroups: deps.PodCgroups,
 		PullRecords: deps.PullRecords, States: states, Statuses: r.statuses, Enqueue: r.enqueue,
 		AdmittedPods: r.admittedPods, Actuation: alloc, Devices: deps.Devices,
-	}.WithDefaults()
+	}
+	if deps.UserNamespaces != nil {
+		sdeps.UserNamespaces, r.userns = deps.UserNamespaces, deps.UserNamespaces
+	}
+	sdeps = sdeps.WithDefaults()
 	r.states, r.volumes, r.podCgroups = sdeps.States, sdeps.Volumes, sdeps.PodCgroups
 	syncer, err := podsyncer.New(sdeps, podsyncer.Options{
 		NodeName: opts.NodeName, RootDir: opts.RootDir, HostIPs: opts.HostIPs, Sandbox: opts.Sandbox,
@@ -207,7 +214,15 @@ func (r *Reconciler) defaults() {
 	if r.devices == nil {
 		r.devices = noDevices{}
 	}
+	if r.userns == nil {
+		r.userns = noUserNamespaces{}
+	}
 }
+
+// noUserNamespaces gives no pod a user namespace: there are none to release.
+type noUserNamespaces struct{}
+
+func (noUserNamespaces) RemoveOrphans(func(types.UID) bool) error { return nil }
 
 // noDevices are no device plugins: no pod asks for their resources.
 type noDevices struct{}
@@ -245,6 +260,13 @@ type (
 	// PullRecorder checks images on the node against pull credentials (imagepull.Manager).
 	PullRecorder = podsyncer.PullRecorder
 )
+
+// UserNamespaces is what the reconciler asks of the user namespace manager (userns.Manager): the pods'
+// user namespaces, released once a pod terminated, and by housekeeping for pods the node no longer has.
+type UserNamespaces interface {
+	podsyncer.UserNamespaces
+	RemoveOrphans(active func(types.UID) bool) error
+}
 
 // RelistedPods is what the reconciler asks of the PLEG (pleg.PLEG): the pods the runtime holds, its
 // events, and the pods' runtime state it keeps current (nil: every sync reads the runtime).

@@ -49,7 +49,11 @@ func (h *housekeeping) run(ctx context.Context) {
 	r.enqueueOverwritten(ctx, apiPods)
 	r.syncer.GC()
 	r.states.Retain(r.known) // a state read for a pod whose worker is gone (a late hook) goes too
-	r.alloc.RemoveOrphans(func(uid types.UID) bool { return desired[uid] || inRuntime[uid] || r.known(uid) })
+	active := func(uid types.UID) bool { return desired[uid] || inRuntime[uid] || r.known(uid) }
+	r.alloc.RemoveOrphans(active)
+	if err := r.userns.RemoveOrphans(active); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed cleaning up orphaned pod user namespaces allocations")
+	}
 	r.resizes.retryPending(ctx)
 }
 

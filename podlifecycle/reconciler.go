@@ -61,6 +61,9 @@ type Reconciler struct {
 	// devices gives admitted pods their devices; admitMu makes admissions one at a time, as the kubelet's
 	// (each one counts the pods admitted before it).
 	devices Devices
+	userns  interface {
+		RemoveOrphans(active func(types.UID) bool) error
+	}
 	admitMu sync.Mutex
 	// alloc keeps the pods' allocated and actuated resources and their resize conditions; resizes decides
 	// the resizes pods ask for.

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nodelet/nodelet/podrules"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
@@ -136,7 +138,7 @@ func (a *SysctlAllowlist) admit(pod *corev1.Pod) admissionResult {
 	if sc == nil {
 		return admissionResult{admit: true}
 	}
-	hostUsers := pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
+	hostUsers := !podrules.OwnUserNamespace(pod)
 	for _, s := range sc.Sysctls {
 		if err := a.check(s.Name, pod.Spec.HostNetwork, pod.Spec.HostIPC, hostUsers); err != nil {
 			return admissionResult{reason: reasonSysctlForbidden, message: fmt.Sprintf("forbidden sysctl: %v", err)}

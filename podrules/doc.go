@@ -4,8 +4,8 @@
 // (status, cgroups, OOM scores and eviction alike); what a pod requests of the node and its limits
 // (admission, status and the pod's cgroup alike); a pod's cgroup name (the sandbox's cgroup parent and the
 // cgroup manager alike) and the values written to it; huge page sizes and limits; which containers may swap
-// and how much; resolving a probe's or hook's port; and whether an identifier (UID, namespace, name,
-// container or volume name) may become a path segment — every function that builds a host path from one
+// and how much; whether a pod has a user namespace of its own; resolving a probe's or hook's port; and
+// whether an identifier (UID, namespace, name, container or volume name) may become a path segment — every function that builds a host path from one
 // checks it with PathSegment. Status computation, pod actions, volumes and the node API all call these
 // functions; none keeps a copy of its own.
 //

@@ -43,6 +43,7 @@ func (b containerRules) convertAttempt(a *runtime.ContainerStatus, old *corev1.C
 		// Created but not started, or unknown: waiting to run.
 		st.State.Waiting = &corev1.ContainerStateWaiting{}
 	}
+	st.User = containerUser(a.User)
 	if c, _ := podrules.FindContainer(b.pod, a.Name); c != nil {
 		st.Resources = statusResources(c, a, st, old, b.in.actuated(a.Name))
 		st.AllocatedResources = c.Resources.Requests.DeepCopy()
@@ -113,4 +114,17 @@ func apiTime(t time.Time) metav1.Time {
 		t = time.Unix(0, 0)
 	}
 	return metav1.NewTime(t)
+}
+
+// containerUser is the user the runtime reports for the attempt (the kubelet's convertContainerStatusUser):
+// nil when it reports none, without linux when it reports no Linux user.
+func containerUser(u *runtimeapi.ContainerUser) *corev1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	out := &corev1.ContainerUser{}
+	if l := u.GetLinux(); l != nil {
+		out.Linux = &corev1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}
+	}
+	return out
 }

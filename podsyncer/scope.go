@@ -76,6 +76,9 @@ type PodState struct {
 	tornDown         bool
 	// podCgroup is what was last written to the pod's cgroup (nil: not known since the agent started).
 	podCgroup *podrules.PodCgroup
+	// sandboxAttempts and startFailures count the sandbox creations tried, and the sandbox creations,
+	// container creations and starts that failed.
+	sandboxAttempts, startFailures int
 
 	mu          sync.Mutex                   // guards waiting
 	waiting     map[string]podstatus.Waiting // why containers wait, by name (background work sets it too)

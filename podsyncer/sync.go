@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
@@ -25,7 +26,7 @@ import (
 // sc.Runtime is the pod's runtime state of cache generation sc.Gen. The sync reads nothing else of the pod
 // but what its own actions created (the new sandbox, the containers it started), and keeps the state they
 // leave in the cache for the next sync.
-func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
+func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) (out Result) {
 	ps, pod := sc.State, sc.Pod
 	s.syncProbes(pod, sc.Runtime)
 	restartAll := s.restartingAllContainers(ctx, sc)
@@ -38,6 +39,16 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 	case acts.done:
 		return Result{Status: sc.Runtime, Terminate: true}
 	case acts.createSandbox:
+		if podrules.OwnUserNamespace(pod) {
+			// As the kubelet: a user namespaced pod whose sync that creates its sandbox fails anywhere (the
+			// sandbox, a container's creation or start) counts as an error.
+			attempts, failures := ps.sandboxAttempts, ps.startFailures
+			defer func() {
+				if ps.sandboxAttempts > attempts && (out.Err != nil || ps.startFailures > failures) {
+					s.metrics.userNamespacedPodErrors.Inc()
+				}
+			}()
+		}
 		if res, ok := s.sandboxPhase(ctx, sc, acts.sandboxAttempt); !ok {
 			return res
 		}
@@ -123,7 +134,7 @@ func (s *Syncer) startInSandbox(ctx context.Context, ps *PodState, pod *corev1.P
 	if len(start) == 0 {
 		return st, false, nil
 	}
-	sbCfg, err := s.config.sandboxConfig(pod, sb.GetMetadata().GetAttempt())
+	sbCfg, err := s.config.sandboxConfig(ctx, pod, sb.GetMetadata().GetAttempt())
 	if err != nil {
 		return st, false, err
 	}
@@ -150,13 +161,41 @@ func (s *Syncer) startInSandbox(ctx context.Context, ps *PodState, pod *corev1.P
 	return st, false, nil
 }
 
-func (b *configBuilder) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+func (b *configBuilder) sandboxConfig(ctx context.Context, pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	b.reportMissingClusterDNS(pod)
-	cfg, err := podconfig.SandboxConfig(pod, attempt, b.sandboxOpts)
+	opts := b.sandboxOpts
+	var err error
+	if opts.UserNamespace, err = b.userNamespace(ctx, pod); err != nil {
+		return nil, err
+	}
+	cfg, err := podconfig.SandboxConfig(pod, attempt, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox config for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return cfg, nil
+}
+
+// userNamespace is the user namespace of the pod's sandbox and containers: nil (the node's) unless the
+// pod sets hostUsers: false.
+func (b *configBuilder) userNamespace(ctx context.Context, pod *corev1.Pod) (*runtimeapi.UserNamespace, error) {
+	if !podrules.OwnUserNamespace(pod) {
+		return nil, nil
+	}
+	handler, err := b.runtimeHandler(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	return b.userns.PodUserNamespace(ctx, pod, handler)
+}
+
+// runtimeHandler is the runtime handler of the pod's RuntimeClass ("" without one).
+func (b *configBuilder) runtimeHandler(ctx context.Context, pod *corev1.Pod) (string, error) {
+	return podconfig.RuntimeHandler(pod, func(name string) (string, error) {
+		if b.secrets == nil {
+			return "", fmt.Errorf("runtime class %q: no API access", name)
+		}
+		return b.secrets.RuntimeHandler(ctx, name)
+	})
 }
 
 // createSandbox prepares the pod's directories and runs its sandbox, and returns its ID ("" when it did
@@ -167,7 +206,12 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 	if wait := s.sandboxBackoff.InBackOffSinceUpdate(bkey); wait > 0 {
 		return "", wait, nil
 	}
-	cfg, err := s.config.sandboxConfig(pod, attempt)
+	ps.sandboxAttempts++
+	s.metrics.startedPods.Inc()
+	if podrules.OwnUserNamespace(pod) {
+		s.metrics.startedUserNamespacedPods.Inc()
+	}
+	cfg, err := s.config.sandboxConfig(ctx, pod, attempt)
 	if err == nil && !s.cgroups.ensurePodCgroup(ctx, ps, pod, cfg) {
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
 		return "", s.sandboxBackoff.Delay(bkey), nil
@@ -177,12 +221,7 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 	}
 	var handler string
 	if err == nil {
-		handler, err = podconfig.RuntimeHandler(pod, func(name string) (string, error) {
-			if s.secrets == nil {
-				return "", fmt.Errorf("runtime class %q: no API access", name)
-			}
-			return s.secrets.RuntimeHandler(ctx, name)
-		})
+		handler, err = s.config.runtimeHandler(ctx, pod)
 	}
 	var id string
 	if err == nil {
@@ -191,6 +230,7 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 		s.metrics.sandboxDuration.Observe(s.clock.Since(start).Seconds())
 	}
 	if err != nil {
+		ps.startFailures++
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
 		s.recorder.Eventf(PodRef(pod), corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to create pod sandbox")
@@ -307,6 +347,7 @@ func (ps *PodState) waitForImage(name string, waiting podstatus.Waiting) {
 // and the container waiting with that reason and message.
 func (s *Syncer) containerFailed(pod *corev1.Pod, ps *PodState, c *corev1.Container, reason string, err error, retry time.Duration) Requeue {
 	msg := err.Error()
+	ps.startFailures++
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)
 	ps.setWaiting(c.Name, podstatus.Waiting{Reason: reason, Message: msg})
 	return Requeue{After: retry}
@@ -364,6 +405,9 @@ func (b *configBuilder) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	opts.SeccompDefault, opts.SeccompProfileRoot = b.seccompDefault, podconfig.SeccompProfileRoot(b.rootDir)
 	opts.Env, opts.Mounts, opts.Devices, opts.PodIPs, opts.ImageRef = env, mounts, devices, podIPs, imageRef
 	opts.Files, opts.TargetContainerID = files, targetID
+	if opts.UserNamespace, err = b.userNamespace(ctx, pod); err != nil {
+		return nil, err
+	}
 	if plugged != nil {
 		opts.Annotations, opts.CDIDevices = plugged.Annotations, plugged.CDIDevices
 	}

@@ -94,6 +94,9 @@ type Deps struct {
 	Actuation Actuation
 	// Devices gives containers the devices of their device plugin resources (nil: none).
 	Devices Devices
+	// UserNamespaces gives pods that set hostUsers: false their user namespace (nil: none, and such pods
+	// fail to start with the kubelet's message).
+	UserNamespaces UserNamespaces
 }
 
 // Options are the Syncer's settings. NodeName and RootDir are required.
@@ -139,6 +142,9 @@ func (d Deps) WithDefaults() Deps {
 	if d.Devices == nil {
 		d.Devices = noDevices{}
 	}
+	if d.UserNamespaces == nil {
+		d.UserNamespaces = noUserNamespaces{}
+	}
 	return d
 }
 
@@ -173,7 +179,7 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 		s.resyncPeriod = time.Minute
 	}
 	s.config = &configBuilder{cri: s.cri, recorder: s.recorder, secrets: s.secrets, node: deps.Node, volumes: s.volumes,
-		services: deps.Services, devices: deps.Devices, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
+		services: deps.Services, devices: deps.Devices, userns: deps.UserNamespaces, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
 		seccompDefault: opts.SeccompDefault, hostResources: opts.HostResources}
 	s.stop = &stopper{cri: s.cri, recorder: s.recorder, clock: s.clock, hostIPs: s.hostIPs, readPod: s.ReadPod,
 		changed: s.changed, enqueue: s.enqueue}
@@ -200,6 +206,7 @@ type configBuilder struct {
 	volumes        Volumes
 	services       ServiceLister
 	devices        Devices
+	userns         UserNamespaces
 	nodeName       string
 	rootDir        string
 	hostIPs        []string
@@ -299,6 +306,14 @@ type Devices interface {
 	AllocatedResourcesStatus(podUID types.UID, container string) []corev1.ResourceStatus
 }
 
+// UserNamespaces is what the syncer asks of the user namespace manager (userns.Manager): the user
+// namespace a pod's sandbox and containers run in on a runtime handler (the node's unless the pod sets
+// hostUsers: false), and its release once the pod has terminated.
+type UserNamespaces interface {
+	PodUserNamespace(ctx context.Context, pod *corev1.Pod, runtimeHandler string) (*runtimeapi.UserNamespace, error)
+	Release(uid types.UID)
+}
+
 // Volumes is what the syncer asks of the volume manager (volumes.Manager).
 type Volumes interface {
 	SetUp(ctx context.Context, pod *corev1.Pod) []error
@@ -389,6 +404,15 @@ func (noDevices) RunContainerOptions(context.Context, *corev1.Pod, *corev1.Conta
 	return nil, nil
 }
 func (noDevices) AllocatedResourcesStatus(types.UID, string) []corev1.ResourceStatus { return nil }
+
+// noUserNamespaces is a node without user namespaces: pods run in the node's, and a pod that sets
+// hostUsers: false is refused when its sandbox is configured.
+type noUserNamespaces struct{}
+
+func (noUserNamespaces) PodUserNamespace(context.Context, *corev1.Pod, string) (*runtimeapi.UserNamespace, error) {
+	return nil, nil
+}
+func (noUserNamespaces) Release(types.UID) {}
 
 // noServices are no Services: containers get no service environment variables.
 type noServices struct{}

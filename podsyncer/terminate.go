@@ -79,12 +79,14 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, sc *Scope) Result {
 }
 
 // SyncTerminatedPod is the kubelet's SyncTerminatedPod: the pod's sandboxes are stopped and its volumes torn
-// down, once. The result carries the runtime state read after, which the final status is computed from.
+// down, once, and its user namespace released. The result carries the runtime state read after, which the final status is computed from.
 // Containers are kept for their logs until RemovePod.
 func (s *Syncer) SyncTerminatedPod(ctx context.Context, sc *Scope) Result {
 	if err := s.TearDown(ctx, sc); err != nil {
 		return Result{Err: err}
 	}
+	// Its user namespace's IDs may go to another pod now (the kubelet's release at this point).
+	s.config.userns.Release(sc.State.UID)
 	st, _, err := s.ReadPod(ctx, sc.State.UID, sc.State.Key.Name, sc.State.Key.Namespace)
 	if err != nil {
 		return Result{Err: err}

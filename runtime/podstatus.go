@@ -59,6 +59,8 @@ type ContainerStatus struct {
 	// Resources are the Linux resources the runtime reports the container runs with (nil when it reports
 	// none: older runtimes, or a container that is not running).
 	Resources *runtimeapi.LinuxContainerResources
+	// User is the user the runtime reports the container's process runs as (nil when it reports none).
+	User *runtimeapi.ContainerUser
 }
 
 // FindContainer returns the newest attempt of the named container, or nil.
@@ -181,6 +183,7 @@ func DecodeContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *Con
 		PreStop:                   a[AnnotationContainerPreStopHandler],
 		PodTerminationGracePeriod: -1,
 		Resources:                 s.GetResources().GetLinux(),
+		User:                      s.GetUser(),
 	}
 	if cs.Image == "" {
 		cs.Image = s.GetImage().GetImage()

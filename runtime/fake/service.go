@@ -40,7 +40,7 @@ func (r *infoService) Status(_ context.Context, req *runtimeapi.StatusRequest) (
 	for _, h := range r.handlers {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
 			Name:     h,
-			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true},
+			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true},
 		})
 	}
 	if req.GetVerbose() {

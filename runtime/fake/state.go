@@ -167,7 +167,21 @@ func (c *container) status() *runtimeapi.ContainerStatus {
 		Resources:   proto.CloneOf(c.resources),
 		ImageId:     c.imageID,
 		StopSignal:  c.config.GetStopSignal(),
+		User:        containerUser(c.config.GetLinux().GetSecurityContext()),
 	}
+}
+
+// containerUser is the user a container of the fake runs as: its runAsUser and runAsGroup (root without),
+// the group first among its supplementary groups, as a runtime reports it (the image adds none here).
+func containerUser(sc *runtimeapi.LinuxContainerSecurityContext) *runtimeapi.ContainerUser {
+	uid, gid := sc.GetRunAsUser().GetValue(), sc.GetRunAsGroup().GetValue()
+	groups := []int64{gid}
+	for _, g := range sc.GetSupplementalGroups() {
+		if !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	return &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{Uid: uid, Gid: gid, SupplementalGroups: groups}}
 }
 
 func matchLabels(labels, selector map[string]string) bool {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -59,6 +61,9 @@ type SandboxOptions struct {
 	// with the kubelet: they share the node's UTS namespace, and the runtime (runc) refuses to set a
 	// hostname without one of its own.
 	NodeHostname string
+	// UserNamespace is the pod's user namespace (userns.Manager.PodUserNamespace); nil is the node's, and
+	// refuses a pod that sets hostUsers: false.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // SandboxConfig builds the CRI config of the pod's sandbox like the kubelet's generatePodSandboxConfig:
@@ -295,6 +300,9 @@ type ContainerOptions struct {
 	// TargetContainerID is the runtime ID of an ephemeral container's targetContainerName: the container
 	// joins that container's process namespace (NamespaceMode TARGET) when it would otherwise get its own.
 	TargetContainerID string
+	// UserNamespace is the pod's user namespace, as for its sandbox (SandboxOptions.UserNamespace): every
+	// mount of a pod with one of its own is ID-mapped to it.
+	UserNamespace *runtimeapi.UserNamespace
 
 	// ImageUID and ImageUsername are the image's user from ImageStatus, used like the kubelet does when
 	// no runAsUser is set: a numeric user becomes run_as_user, a name run_as_username, and runAsNonRoot is
@@ -350,7 +358,7 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, kind runtime.Containe
 		Args:        args,
 		WorkingDir:  c.WorkingDir,
 		Envs:        opts.Env,
-		Mounts:      containerMounts(c, opts),
+		Mounts:      idMappedMounts(containerMounts(c, opts), opts.UserNamespace),
 		Devices:     opts.Devices,
 		CDIDevices:  opts.CDIDevices,
 		Labels:      ContainerLabels(pod, c.Name),
@@ -405,6 +413,21 @@ func expandCommandAndArgs(c *corev1.Container, env []*runtimeapi.KeyValue) (comm
 		args = append(args, Expand(s, mapping))
 	}
 	return command, args
+}
+
+// idMappedMounts maps every mount of a pod with a user namespace of its own to that namespace's IDs (the
+// runtime makes ID-mapped mounts of them), as the kubelet does; the caller's mounts are left as they are.
+func idMappedMounts(mounts []*runtimeapi.Mount, userns *runtimeapi.UserNamespace) []*runtimeapi.Mount {
+	if userns == nil || userns.Mode != runtimeapi.NamespaceMode_POD {
+		return mounts
+	}
+	out := make([]*runtimeapi.Mount, len(mounts))
+	for i, m := range mounts {
+		m = proto.CloneOf(m)
+		m.UidMappings, m.GidMappings = userns.Uids, userns.Gids
+		out[i] = m
+	}
+	return out
 }
 
 // containerMounts are the caller's mounts, then /etc/hosts (unless the container mounts something

@@ -45,7 +45,7 @@ func PodCgroupParent(pod *corev1.Pod, opts SandboxOptions) string {
 // linuxSandboxConfig is the sandbox's Linux config like the kubelet's generatePodSandboxLinuxConfig
 // and applySandboxResources.
 func linuxSandboxConfig(pod *corev1.Pod, opts SandboxOptions) (*runtimeapi.LinuxPodSandboxConfig, error) {
-	ns, err := namespaceOptions(pod)
+	ns, err := namespaceOptions(pod, opts.UserNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -202,16 +202,20 @@ func hugepageLimits(pod *corev1.Pod, c *corev1.Container, sizes []int64) []*runt
 }
 
 // namespaceOptions: IPC and network shared with the node or the pod, PID per container unless the pod
-// shares it or uses the host's; user namespaces are the node's.
-func namespaceOptions(pod *corev1.Pod) (*runtimeapi.NamespaceOption, error) {
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		return nil, errors.New("can't set `spec.hostUsers: false`, user namespaces are not supported")
+// shares it or uses the host's; the user namespace userns (nil: the node's, which a pod that sets
+// hostUsers: false cannot have).
+func namespaceOptions(pod *corev1.Pod, userns *runtimeapi.UserNamespace) (*runtimeapi.NamespaceOption, error) {
+	if userns == nil {
+		if podrules.OwnUserNamespace(pod) {
+			return nil, errors.New("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
+		}
+		userns = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
 	}
 	ns := &runtimeapi.NamespaceOption{
 		Network:       runtimeapi.NamespaceMode_POD,
 		Pid:           runtimeapi.NamespaceMode_CONTAINER,
 		Ipc:           runtimeapi.NamespaceMode_POD,
-		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
+		UsernsOptions: userns,
 	}
 	if pod.Spec.HostNetwork {
 		ns.Network = runtimeapi.NamespaceMode_NODE
@@ -342,7 +346,7 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Contain
 	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil { //nolint:staticcheck // see above
 		return nil, err
 	}
-	if sc.NamespaceOptions, err = namespaceOptions(pod); err != nil {
+	if sc.NamespaceOptions, err = namespaceOptions(pod, opts.UserNamespace); err != nil {
 		return nil, err
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil {

@@ -2,6 +2,7 @@ package podconfig
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -749,3 +750,45 @@ func TestParseCPUList(t *testing.T) {
 		}
 	}
 }
+
+func TestAPodsUserNamespaceGoesToItsSandboxContainersAndMounts(t *testing.T) {
+	pod := testPod()
+	pod.Spec.HostUsers = ptr.To(false)
+	ids := []*runtimeapi.IDMapping{{HostId: 196608, ContainerId: 0, Length: 65536}}
+	userns := &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: ids, Gids: ids}
+	sopts := sandboxOpts()
+	sopts.UserNamespace = userns
+	sb, err := SandboxConfig(pod, 0, sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.Linux.SecurityContext.NamespaceOptions.UsernsOptions; !proto.Equal(got, userns) {
+		t.Errorf("sandbox user namespace %v, want %v", got, userns)
+	}
+	opts := containerOpts()
+	opts.UserNamespace = userns
+	c, err := ContainerConfig(pod, &pod.Spec.Containers[0], runtime.KindRegular, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Linux.SecurityContext.NamespaceOptions.UsernsOptions; !proto.Equal(got, userns) {
+		t.Errorf("container user namespace %v, want %v", got, userns)
+	}
+	for _, m := range c.Mounts {
+		if !slices.EqualFunc(m.UidMappings, ids, eqMapping) || !slices.EqualFunc(m.GidMappings, ids, eqMapping) {
+			t.Errorf("mount %s is not ID-mapped: %v %v", m.ContainerPath, m.UidMappings, m.GidMappings)
+		}
+	}
+	if opts.Mounts[0].UidMappings != nil {
+		t.Error("the caller's mount was changed")
+	}
+	node, err := ContainerConfig(testPod(), &pod.Spec.Containers[0], runtime.KindRegular, 0, containerOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Linux.SecurityContext.NamespaceOptions.UsernsOptions.Mode != runtimeapi.NamespaceMode_NODE || node.Mounts[0].UidMappings != nil {
+		t.Error("a pod in the node's user namespace got mappings")
+	}
+}
+
+func eqMapping(a, b *runtimeapi.IDMapping) bool { return proto.Equal(a, b) }
