@@ -76,9 +76,9 @@ type PodState struct {
 	tornDown         bool
 	// podCgroup is what was last written to the pod's cgroup (nil: not known since the agent started).
 	podCgroup *podrules.PodCgroup
-	// sandboxAttempts and startFailures count the sandbox creations tried, and the sandbox creations,
-	// container creations and starts that failed.
-	sandboxAttempts, startFailures int
+	// usernsStarting is set from a user namespaced pod's sandbox creation until its containers first started
+	// or something failed on the way (the kubelet counts that as one error of the pod's start).
+	usernsStarting bool
 
 	mu          sync.Mutex                   // guards waiting
 	waiting     map[string]podstatus.Waiting // why containers wait, by name (background work sets it too)

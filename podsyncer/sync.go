@@ -26,7 +26,7 @@ import (
 // sc.Runtime is the pod's runtime state of cache generation sc.Gen. The sync reads nothing else of the pod
 // but what its own actions created (the new sandbox, the containers it started), and keeps the state they
 // leave in the cache for the next sync.
-func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) (out Result) {
+func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 	ps, pod := sc.State, sc.Pod
 	s.syncProbes(pod, sc.Runtime)
 	restartAll := s.restartingAllContainers(ctx, sc)
@@ -39,16 +39,6 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) (out Result) {
 	case acts.done:
 		return Result{Status: sc.Runtime, Terminate: true}
 	case acts.createSandbox:
-		if podrules.OwnUserNamespace(pod) {
-			// As the kubelet: a user namespaced pod whose sync that creates its sandbox fails anywhere (the
-			// sandbox, a container's creation or start) counts as an error.
-			attempts, failures := ps.sandboxAttempts, ps.startFailures
-			defer func() {
-				if ps.sandboxAttempts > attempts && (out.Err != nil || ps.startFailures > failures) {
-					s.metrics.userNamespacedPodErrors.Inc()
-				}
-			}()
-		}
 		if res, ok := s.sandboxPhase(ctx, sc, acts.sandboxAttempt); !ok {
 			return res
 		}
@@ -206,10 +196,10 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 	if wait := s.sandboxBackoff.InBackOffSinceUpdate(bkey); wait > 0 {
 		return "", wait, nil
 	}
-	ps.sandboxAttempts++
 	s.metrics.startedPods.Inc()
 	if podrules.OwnUserNamespace(pod) {
 		s.metrics.startedUserNamespacedPods.Inc()
+		ps.usernsStarting = true
 	}
 	cfg, err := s.config.sandboxConfig(ctx, pod, attempt)
 	if err == nil && !s.cgroups.ensurePodCgroup(ctx, ps, pod, cfg) {
@@ -230,7 +220,7 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 		s.metrics.sandboxDuration.Observe(s.clock.Since(start).Seconds())
 	}
 	if err != nil {
-		ps.startFailures++
+		s.usernsStartFailed(ps)
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
 		s.recorder.Eventf(PodRef(pod), corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to create pod sandbox")
@@ -325,11 +315,22 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
 	s.metrics.containerStarts.Inc()
+	ps.usernsStarting = false
 	ps.clearWaiting(c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		s.stop.runPostStart(ps, pod, c, id)
 	}
 	return Requeue{}, id
+}
+
+// usernsStartFailed counts a failure of a user namespaced pod's start, once between its sandbox's creation
+// and its first container's start (kubelet_started_user_namespaced_pods_errors_total, which the kubelet
+// counts once for a sync that creates the sandbox and fails anywhere).
+func (s *Syncer) usernsStartFailed(ps *PodState) {
+	if ps.usernsStarting {
+		ps.usernsStarting = false
+		s.metrics.userNamespacedPodErrors.Inc()
+	}
 }
 
 // waitForImage records why a container waits for its image. A pull under way is no reason of its own: the
@@ -347,7 +348,7 @@ func (ps *PodState) waitForImage(name string, waiting podstatus.Waiting) {
 // and the container waiting with that reason and message.
 func (s *Syncer) containerFailed(pod *corev1.Pod, ps *PodState, c *corev1.Container, reason string, err error, retry time.Duration) Requeue {
 	msg := err.Error()
-	ps.startFailures++
+	s.usernsStartFailed(ps)
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)
 	ps.setWaiting(c.Name, podstatus.Waiting{Reason: reason, Message: msg})
 	return Requeue{After: retry}
