@@ -108,7 +108,7 @@ bench: build ## Pod start/stop latency on a real containerd bed vs the raw CRI f
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/bench.sh
 
 .PHONY: chaos
-chaos: build ## Faults on the bed with each node agent (containerd or the agent SIGKILLed during a 30-pod burst or deletion): prints CHAOS lines (convergence time, stuck, restarted, duplicated, left behind). AGENTS, FAULTS, ROUNDS, N.
+chaos: build ## Faults on the bed with each node agent (containerd or the agent SIGKILLed during a burst or deletion of N pods; the API server and etcd down DOWN s): prints CHAOS lines (convergence time, stuck, restarted, duplicated, left behind). AGENTS, FAULTS, ROUNDS, N, DOWN.
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/chaos.sh
 
 .PHONY: handover

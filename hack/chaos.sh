@@ -10,8 +10,13 @@
 #   containerd-burst   containerd SIGKILLed 0.2–2 s into a burst of N pods (default 30), then started again;
 #   containerd-delete  the same in the middle of the deletion of N running pods;
 #   agent-burst        the agent SIGKILLed 0.2–2 s into a burst of N pods, then started again;
-#   agent-delete       the same in the middle of the deletion of N running pods.
-# FAULTS picks some (default all). Needs root; one bed at a time on a machine.
+#   agent-delete       the same in the middle of the deletion of N running pods;
+#   apiserver-down     kube-apiserver and etcd stopped for DOWN seconds (default 60) just after N pods were created
+#                      (starting meanwhile), N pods that finish 5 s later were created and N running pods were
+#                      deleted, with N pods running all along; converged = the new and the old ones Running, the
+#                      finishing ones Succeeded, the deleted ones gone, counted from the API server's return.
+# FAULTS picks some (default all). agent-burst and agent-delete with N=50 ROUNDS=10 are the agent killed at random
+# points while 50 pods start and while they stop. Needs root; one bed at a time on a machine.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,9 +24,10 @@ source "$here/lib.sh"
 
 export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-chaos} BIN_CACHE
 AGENTS=${AGENTS:-nodelet kubelet}
-FAULTS=${FAULTS:-containerd-burst containerd-delete agent-burst agent-delete}
+FAULTS=${FAULTS:-containerd-burst containerd-delete agent-burst agent-delete apiserver-down}
 ROUNDS=${ROUNDS:-3}
 N=${N:-30}
+DOWN=${DOWN:-60}
 NS=chaos
 bed="$here/bed.sh"
 FAILED=0
@@ -30,20 +36,22 @@ K() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "$@";
 crictl_bed() { "$BED_DIR/bin/crictl" -r "unix://$BED_DIR/run/containerd.sock" "$@"; }
 agent_root() { if [ "$AGENT" = kubelet ]; then echo "$BED_DIR/nodelet/root-kubelet"; else echo "$BED_DIR/nodelet/root"; fi; }
 
-# pods_yaml: N busybox pods bound to the node, quick to stop.
+# pods_yaml [PREFIX [SECONDS]]: N busybox pods bound to the node, quick to stop, named PREFIX1.. (default p),
+# sleeping SECONDS (default 3600; a pod that sleeps less finishes: restartPolicy Never).
 pods_yaml() {
-  local node i; node=$(K get node -o jsonpath='{.items[0].metadata.name}')
+  local node i prefix=${1:-p} secs=${2:-3600}; node=$(K get node -o jsonpath='{.items[0].metadata.name}')
   for i in $(seq 1 "$N"); do
     cat <<YAML
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: p$i, namespace: $NS}
+metadata: {name: $prefix$i, namespace: $NS, labels: {group: $prefix}}
 spec:
   nodeName: $node
+  restartPolicy: $([ "$secs" = 3600 ] && echo Always || echo Never)
   terminationGracePeriodSeconds: 2
   automountServiceAccountToken: false
-  containers: [{name: c, image: busybox, command: [sleep, "3600"]}]
+  containers: [{name: c, image: busybox, command: [sleep, "$secs"]}]
 YAML
   done
 }
@@ -159,6 +167,40 @@ deletion() {
   report "$2" "$3 (kill at ${d}s)" "$conv" 0 0 "$(settle_leaks "${ids[@]}")"
 }
 
+# in_phase GROUP PHASE: how many pods of GROUP are in PHASE.
+in_phase() { K get pods -n "$NS" -l "group=$1" --no-headers 2>/dev/null | grep -c " $2 " || true; }
+
+# api_converged: every old and new pod Running, every finishing pod Completed, every deleted one gone.
+api_converged() {
+  if [ "$(in_phase old Running)" = "$N" ] && [ "$(in_phase new Running)" = "$N" ] && [ "$(in_phase fin Completed)" = "$N" ] &&
+    [ "$(K get pods -n "$NS" -l group=del --no-headers 2>/dev/null | grep -c . || true)" = 0 ]; then echo yes; else echo no; fi
+}
+
+# api_down FAULT ROUND: old and del pods running; new and fin pods created and del pods deleted, then the API
+# server and etcd stopped for DOWN seconds.
+api_down() {
+  local ids deleted conv r dup
+  fresh_namespace
+  { pods_yaml old; pods_yaml del; } | K apply -f - >/dev/null
+  if [ "$(wait_until running $((2 * N)))" = stuck ]; then report "$1" "$2" stuck - - "(pods never ran)"; return; fi
+  { pods_yaml new; pods_yaml fin 5; } | K apply -f - >/dev/null
+  mapfile -t deleted < <(K get pods -n "$NS" -l group=del -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}')
+  K delete pods -n "$NS" -l group=del --wait=false >/dev/null
+  sleep 0.5
+  bash "$bed" stop apiserver >/dev/null
+  bash "$bed" stop etcd >/dev/null
+  sleep "$DOWN"
+  bash "$bed" start etcd >/dev/null
+  bash "$bed" start apiserver >/dev/null
+  conv=$(wait_until api_converged yes)
+  r=$(K get pods -n "$NS" -l 'group in (old,new)' \
+    -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' | awk '{ s += $1 } END { print s + 0 }')
+  dup=$(duplicates)
+  mapfile -t ids < <(uids)
+  K delete pods -n "$NS" --all --wait=true --timeout=180s >/dev/null || true
+  report "$1" "$2 (down ${DOWN}s)" "$conv" "$r" "$dup" "$(settle_leaks "${ids[@]}" "${deleted[@]}")"
+}
+
 run_agent() {
   export AGENT=$1
   log "chaos with AGENT=$AGENT: a bed of its own in $BED_DIR"
@@ -172,6 +214,7 @@ run_agent() {
         containerd-delete) deletion containerd "$f" "$r" ;;
         agent-burst) burst nodelet "$f" "$r" ;;
         agent-delete) deletion nodelet "$f" "$r" ;;
+        apiserver-down) api_down "$f" "$r" ;;
         *) die "unknown fault $f" ;;
       esac
     done
