@@ -171,7 +171,7 @@ component_cmd() {
       --tls-private-key-file "$PKI_DIR/apiserver.key"
       --kubelet-client-certificate "$PKI_DIR/apiserver-kubelet-client.crt"
       --kubelet-client-key "$PKI_DIR/apiserver-kubelet-client.key"
-      --kubelet-preferred-address-types=Hostname,InternalIP
+      --kubelet-preferred-address-types=InternalIP,Hostname
       --requestheader-client-ca-file "$PKI_DIR/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client
       --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group
       --requestheader-extra-headers-prefix X-Remote-Extra- --proxy-client-cert-file "$PKI_DIR/front-proxy-client.crt"
