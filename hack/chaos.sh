@@ -11,9 +11,9 @@
 #   containerd-delete  the same in the middle of the deletion of N running pods;
 #   agent-burst        the agent SIGKILLed 0.2–2 s into a burst of N pods, then started again;
 #   agent-delete       the same in the middle of the deletion of N running pods;
-#   apiserver-down     kube-apiserver and etcd stopped for DOWN seconds (default 60) just after N pods were created
-#                      (starting meanwhile), N pods that finish 5 s later were created and N running pods were
-#                      deleted, with N pods running all along; converged = the new and the old ones Running, the
+#   apiserver-down     kube-apiserver and etcd stopped for DOWN seconds (default 60) just after N/3 pods were created
+#                      (starting meanwhile), N/3 pods that finish 5 s later were created and N/3 running pods were
+#                      deleted, with N/3 pods running all along; converged = the new and the old ones Running, the
 #                      finishing ones Succeeded, the deleted ones gone, counted from the API server's return.
 # FAULTS picks some (default all). agent-burst and agent-delete with N=50 ROUNDS=10 are the agent killed at random
 # points while 50 pods start and while they stop. Needs root; one bed at a time on a machine.
@@ -180,6 +180,8 @@ api_converged() {
 # server and etcd stopped for DOWN seconds.
 api_down() {
   local ids deleted conv r dup
+  # Four groups of N/3 pods: with the deleted ones still counted while they stop, 4N/3 fit in maxPods (110).
+  local N=$((N / 3))
   fresh_namespace
   { pods_yaml old; pods_yaml del; } | K apply -f - >/dev/null
   if [ "$(wait_until running $((2 * N)))" = stuck ]; then report "$1" "$2" stuck - - "(pods never ran)"; return; fi
@@ -193,6 +195,10 @@ api_down() {
   bash "$bed" start etcd >/dev/null
   bash "$bed" start apiserver >/dev/null
   conv=$(wait_until api_converged yes)
+  if [ "$conv" = stuck ]; then
+    log "not converged: $(K get pods -n "$NS" --no-headers | awk '{ print $1 "=" $3 }' | sort -t= -k2 | awk -F= '{ n[$2]++ } END { for (k in n) printf "%s:%d ", k, n[k] }')"
+    K get pods -n "$NS" --no-headers | grep -v ' Running \| Completed ' | head -5 >&2 || true
+  fi
   r=$(K get pods -n "$NS" -l 'group in (old,new)' \
     -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' | awk '{ s += $1 } END { print s + 0 }')
   dup=$(duplicates)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +87,7 @@ func (r *Reconciler) Run(ctx context.Context, sources ...source.Source) error {
 	c, err := controller.NewTypedUnmanaged[reconcile.Request]("pod", controller.TypedOptions[reconcile.Request]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: r.maxWorkers,
+		RateLimiter:             retryLimiter(),
 		Logger:                  ctrl.LoggerFrom(ctx),
 		SkipNameValidation:      ptr.To(true),
 	})
@@ -99,6 +102,21 @@ func (r *Reconciler) Run(ctx context.Context, sources ...source.Source) error {
 	}
 	go func() { _ = (&housekeeping{r: r}).Start(ctx) }()
 	return c.Start(ctx)
+}
+
+// retryBackOffMax bounds the back-off of a pod whose sync failed (a status write to an API server that is
+// away): the kubelet retries a failed sync after its backOffPeriod, 10 s, however often it failed, while
+// controller-runtime's default doubles up to 1000 s — after an API server outage of a minute, pods waited
+// as long again before their status was written.
+const retryBackOffMax = 10 * time.Second
+
+// retryLimiter is controller-runtime's default rate limiter with the per-pod back-off capped at
+// retryBackOffMax.
+func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, retryBackOffMax),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // APIPodSource enqueues the pods of the manager's (node-scoped) cache, ignoring status-only updates. It
