@@ -61,9 +61,9 @@ func runAdmitHandlers(ctx context.Context, pod *corev1.Pod, node *corev1.Node, a
 }
 
 // admit is the kubelet's predicate admit handler: the pod's OS (its kubernetes.io/os label and
-// spec.os) must be the node's, its supplementalGroupsPolicy supported by the runtime, then it must fit in the node's allocatable minus what the admitted pods
-// request, and match the node's labels (nodeSelector and required node affinity). The first failure is
-// reported.
+// spec.os) must be the node's and its supplementalGroupsPolicy one the runtime supports, then it must fit
+// in the node's allocatable minus what the admitted pods request, and match the node's labels
+// (nodeSelector and required node affinity). The first failure is reported.
 func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
 	if res := admitOS(pod, goruntime.GOOS); !res.admit {
 		return res

@@ -5,11 +5,11 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/nodelet/nodelet/podrules"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // reasonSysctlForbidden is the kubelet's admission failure reason for a sysctl it does not allow.
