@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -18,4 +19,27 @@ func IsExtendedResourceName(name corev1.ResourceName) bool {
 		return false
 	}
 	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+n)) == 0
+}
+
+// IsDRAExtendedResourceName reports whether name can be an extended resource backed by DRA: an extended
+// resource, or a DeviceClass's implicit one (deviceclass.resource.kubernetes.io/<class>) — the
+// scheduler's IsDRAExtendedResourceName.
+func IsDRAExtendedResourceName(name corev1.ResourceName) bool {
+	return IsExtendedResourceName(name) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)
+}
+
+// BackedByDRA reports whether the container's request of the resource is served by a ResourceClaim (the
+// pod's status maps it to a request of its extended resource claim) rather than by the node's capacity:
+// admission leaves it out, and the container gets the claim's devices.
+func BackedByDRA(pod *corev1.Pod, container string, name corev1.ResourceName) bool {
+	ext := pod.Status.ExtendedResourceClaimStatus
+	if ext == nil || !IsDRAExtendedResourceName(name) {
+		return false
+	}
+	for _, rm := range ext.RequestMappings {
+		if corev1.ResourceName(rm.ResourceName) == name && rm.ContainerName == container {
+			return true
+		}
+	}
+	return false
 }

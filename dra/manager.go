@@ -1,0 +1,561 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/podrules"
+)
+
+// Options configure a Manager. RootDir and NodeName are required.
+type Options struct {
+	// RootDir holds the checkpoint (<RootDir>/dra_manager_state).
+	RootDir  string
+	NodeName string
+	// Reader reads ResourceClaims from the API server (not a cache: a claim's allocation and reservation
+	// must be current); nil: no API server, and a pod with claims cannot be prepared.
+	Reader client.Reader
+	// Writer deletes this node's ResourceSlices of drivers gone; nil: none are deleted.
+	Writer client.Writer
+	// Clock times the deletion of a driver's slices (nil: the real clock).
+	Clock clock.WithDelayedExecution
+	// WipingDelay is how long a driver's slices stay after its last plugin went (0: 30 s).
+	WipingDelay time.Duration
+}
+
+// Manager prepares the pods' ResourceClaims with their drivers' plugins and gives containers the devices
+// prepared, as the kubelet's DRA manager.
+type Manager struct {
+	reader  client.Reader
+	plugins *Plugins
+	path    string
+
+	// mu guards claims and the checkpoint, which is written with every change of claims.
+	mu     sync.Mutex
+	claims map[string]*claimInfo // by namespace/name
+}
+
+// claimInfo is a claim known to the node: its state as checkpointed, and where its preparation stands
+// (a claim read back from the checkpoint is prepared again before a pod uses it: the call is idempotent).
+type claimInfo struct {
+	ClaimState
+	prepared, unpreparing bool
+}
+
+// NewManager reads the checkpoint. A corrupt checkpoint is an error: the claims it names could be
+// neither used nor released.
+func NewManager(opts Options) (*Manager, error) {
+	if opts.RootDir == "" || opts.NodeName == "" {
+		return nil, errors.New("dra.NewManager: RootDir and NodeName are required")
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	m := &Manager{reader: opts.Reader, path: filepath.Join(opts.RootDir, StateFile), claims: map[string]*claimInfo{},
+		plugins: newPlugins(opts.Writer, opts.NodeName, clk, opts.WipingDelay)}
+	states, err := readState(m.path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (drain the node and remove the file)", err)
+	}
+	for _, s := range states {
+		m.claims[key(s.Namespace, s.ClaimName)] = &claimInfo{ClaimState: s}
+	}
+	return m, nil
+}
+
+// Plugins is the handler of DRA plugins for the plugin watcher.
+func (m *Manager) Plugins() *Plugins { return m.plugins }
+
+// Start deletes the node's ResourceSlices left from before and runs until ctx ends.
+func (m *Manager) Start(ctx context.Context) error {
+	m.plugins.start(ctx)
+	<-ctx.Done()
+	return nil
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+// podClaim is one claim a pod uses: its name in the pod's spec, and the ResourceClaim's name.
+type podClaim struct {
+	specName  string
+	claimName string
+}
+
+// podClaims are the ResourceClaims the pod uses: those of spec.resourceClaims (the generated claims by the
+// names the pod's status gives them) and the claim backing its DRA extended resources. A claim the pod's
+// spec leaves out (a template that made none) is skipped; a generated claim not named yet is an error.
+func podClaims(pod *corev1.Pod) ([]podClaim, error) {
+	var out []podClaim
+	for i := range pod.Spec.ResourceClaims {
+		pc := &pod.Spec.ResourceClaims[i]
+		name, _, err := resourceclaim.Name(pod, pc)
+		if err != nil {
+			return nil, err
+		}
+		if name != nil {
+			out = append(out, podClaim{specName: pc.Name, claimName: *name})
+		}
+	}
+	if ext := pod.Status.ExtendedResourceClaimStatus; ext != nil {
+		out = append(out, podClaim{claimName: ext.ResourceClaimName})
+	}
+	return out, nil
+}
+
+// HasClaims says whether the pod uses ResourceClaims at all.
+func HasClaims(pod *corev1.Pod) bool {
+	return len(pod.Spec.ResourceClaims) > 0 || pod.Status.ExtendedResourceClaimStatus != nil
+}
+
+// PrepareResources prepares the pod's claims that are not prepared yet, as the kubelet does before the
+// pod's sandbox is made: each claim is read, must be allocated and reserved for the pod, and each of its
+// drivers is asked once for all of the pod's claims it serves. The pod is recorded as a user of each
+// claim before its driver is called, so a failure part-way is released like a success.
+func (m *Manager) PrepareResources(ctx context.Context, pod *corev1.Pod) error {
+	if err := m.prepare(ctx, pod); err != nil {
+		return fmt.Errorf("prepare dynamic resources: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
+	refs, err := podClaims(pod)
+	if err != nil || len(refs) == 0 {
+		return err
+	}
+	if m.reader == nil {
+		return errors.New("no API server to read ResourceClaims from")
+	}
+	type fetched struct {
+		claim   *resourceapi.ResourceClaim
+		info    *claimInfo
+		plugins map[string]*plugin
+	}
+	all := make([]fetched, 0, len(refs))
+	for _, ref := range refs {
+		claim := &resourceapi.ResourceClaim{}
+		if err := m.reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.claimName}, claim); err != nil {
+			return fmt.Errorf("fetch ResourceClaim %s: %w", ref.claimName, err)
+		}
+		if ref.specName != "" && pod.Spec.ResourceClaims[slices.IndexFunc(pod.Spec.ResourceClaims, func(c corev1.PodResourceClaim) bool {
+			return c.Name == ref.specName
+		})].ResourceClaimName == nil {
+			if err := resourceclaim.IsForPod(pod, claim, false); err != nil {
+				return err
+			}
+		}
+		if !resourceclaim.IsReservedForPod(pod, claim, false) {
+			return fmt.Errorf("pod %s (%s) is not allowed to use ResourceClaim %s (%s)", pod.Name, pod.UID, claim.Name, claim.UID)
+		}
+		info, err := newClaimInfo(claim)
+		if err != nil {
+			return fmt.Errorf("ResourceClaim %s: %w", claim.Name, err)
+		}
+		f := fetched{claim: claim, info: info, plugins: map[string]*plugin{}}
+		for driver, ds := range info.DriverState {
+			if ds.skips(resourceapi.SkipNodeOperationNodePrepareResources) {
+				continue
+			}
+			p, err := m.plugins.get(driver)
+			if err != nil {
+				return err
+			}
+			f.plugins[driver] = p
+		}
+		all = append(all, f)
+	}
+
+	batches := map[*plugin][]*drapb.Claim{}
+	pending := map[types.UID]*resourceapi.ResourceClaim{}
+	err = m.locked(func() error {
+		for _, f := range all {
+			info, ok := m.claims[key(f.claim.Namespace, f.claim.Name)]
+			switch {
+			case !ok:
+				info = f.info
+				m.claims[key(f.claim.Namespace, f.claim.Name)] = info
+			case info.ClaimUID != f.claim.UID:
+				return fmt.Errorf("old ResourceClaim with same name %s and different UID %s still exists (previous pod force-deleted?!)",
+					f.claim.Name, info.ClaimUID)
+			case info.unpreparing:
+				return fmt.Errorf("ResourceClaim %s is being unprepared", f.claim.Name)
+			}
+			info.PodUIDs.Insert(string(pod.UID))
+			if err := m.checkpoint(); err != nil {
+				return fmt.Errorf("checkpoint ResourceClaim cache: %w", err)
+			}
+			if info.prepared {
+				continue
+			}
+			pending[info.ClaimUID] = f.claim
+			req := &drapb.Claim{Namespace: info.Namespace, Uid: string(info.ClaimUID), Name: info.ClaimName}
+			for driver, ds := range info.DriverState {
+				if !ds.skips(resourceapi.SkipNodeOperationNodePrepareResources) {
+					batches[f.plugins[driver]] = append(batches[f.plugins[driver]], req)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	for p, claims := range batches {
+		resp, err := p.prepare(ctx, &drapb.NodePrepareResourcesRequest{Claims: claims})
+		if err != nil {
+			return fmt.Errorf("NodePrepareResources: %w", err)
+		}
+		for uid, result := range resp.Claims {
+			req := findClaim(claims, uid)
+			if req == nil {
+				return fmt.Errorf("NodePrepareResources returned result for unknown claim UID %s", uid)
+			}
+			if result.GetError() != "" {
+				return fmt.Errorf("NodePrepareResources failed for ResourceClaim %s: %s", req.Name, result.Error)
+			}
+			err := m.locked(func() error {
+				info, ok := m.claims[key(req.Namespace, req.Name)]
+				if !ok {
+					return fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", req.Name, req.Namespace)
+				}
+				info.setDevices(p.driver, result.GetDevices())
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if unfinished := len(claims) - len(resp.Claims); unfinished != 0 {
+			return fmt.Errorf("NodePrepareResources skipped %d ResourceClaims", unfinished)
+		}
+	}
+
+	err = m.locked(func() error {
+		for _, claim := range pending {
+			info, ok := m.claims[key(claim.Namespace, claim.Name)]
+			if !ok {
+				return fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", claim.Name, claim.Namespace)
+			}
+			info.prepared = true
+		}
+		if err := m.checkpoint(); err != nil {
+			return fmt.Errorf("checkpoint ResourceClaim state: %w", err)
+		}
+		return nil
+	})
+	if err == nil && len(pending) > 0 {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Prepared dynamic resources", "claims", len(pending))
+	}
+	return err
+}
+
+// newClaimInfo is what the node keeps of an allocated claim: its drivers (from the allocation's results)
+// and the node operations each skips.
+func newClaimInfo(claim *resourceapi.ResourceClaim) (*claimInfo, error) {
+	if claim.Status.Allocation == nil {
+		return nil, errors.New("not allocated")
+	}
+	devices := map[string]int{}
+	skips := map[string]map[resourceapi.SkipNodeOperation]int{}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		devices[r.Driver]++
+		if len(r.SkipNodeOperations) == 0 {
+			continue
+		}
+		if skips[r.Driver] == nil {
+			skips[r.Driver] = map[resourceapi.SkipNodeOperation]int{}
+		}
+		if slices.Contains(r.SkipNodeOperations, resourceapi.SkipNodeOperationAll) {
+			skips[r.Driver][resourceapi.SkipNodeOperationAll]++
+			continue
+		}
+		for _, op := range r.SkipNodeOperations {
+			skips[r.Driver][op]++
+		}
+	}
+	states := make(map[string]DriverState, len(devices))
+	for driver, total := range devices {
+		// A node operation is skipped for a driver when every device of it skips it. Skipping is the
+		// alpha DRAOptionalNodeOperations feature, off in the kubelet by default: such a claim is refused.
+		counts := skips[driver]
+		all := counts[resourceapi.SkipNodeOperationAll]
+		skipped := all == total && all > 0
+		for op, n := range counts {
+			if op != resourceapi.SkipNodeOperationAll && n+all == total {
+				skipped = true
+			}
+		}
+		if skipped {
+			return nil, errors.New("DRAOptionalNodeOperations feature gate is disabled on kubelet")
+		}
+		states[driver] = DriverState{}
+	}
+	return &claimInfo{ClaimState: ClaimState{ClaimUID: claim.UID, ClaimName: claim.Name, Namespace: claim.Namespace,
+		PodUIDs: sets.New[string](), DriverState: states}}, nil
+}
+
+func (s DriverState) skips(op resourceapi.SkipNodeOperation) bool {
+	return slices.Contains(s.SkipNodeOperations, resourceapi.SkipNodeOperationAll) || slices.Contains(s.SkipNodeOperations, op)
+}
+
+// setDevices records what the driver prepared, in place of what it had before.
+func (info *claimInfo) setDevices(driver string, devices []*drapb.Device) {
+	ds := info.DriverState[driver]
+	ds.Devices = nil
+	for _, d := range devices {
+		ds.Devices = append(ds.Devices, Device{PoolName: d.PoolName, DeviceName: d.DeviceName,
+			ShareID: (*types.UID)(d.ShareId), RequestNames: d.RequestNames, CDIDeviceIDs: d.CdiDeviceIds})
+	}
+	if info.DriverState == nil {
+		info.DriverState = map[string]DriverState{}
+	}
+	info.DriverState[driver] = ds
+}
+
+// cdiDevices are the CDI device IDs of the devices prepared for the request ("": every request); a device
+// that names no request serves them all.
+func (info *claimInfo) cdiDevices(request string) []string {
+	var ids []string
+	for _, driver := range slices.Sorted(maps.Keys(info.DriverState)) {
+		for _, d := range info.DriverState[driver].Devices {
+			if request == "" || len(d.RequestNames) == 0 || slices.Contains(d.RequestNames, request) {
+				ids = append(ids, d.CDIDeviceIDs...)
+			}
+		}
+	}
+	return ids
+}
+
+func findClaim(claims []*drapb.Claim, uid string) *drapb.Claim {
+	for _, c := range claims {
+		if c.Uid == uid {
+			return c
+		}
+	}
+	return nil
+}
+
+// CDIDevices are the CDI devices of the claims the container names in resources.claims (each with its
+// request, or all of the claim's), and of the claim backing its DRA extended resources, as the container's
+// CRI config takes them. The claims must have been prepared.
+func (m *Manager) CDIDevices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.CDIDevice, error) {
+	requests := map[string][]string{} // claim name → requests
+	var order []string
+	add := func(claim string, reqs ...string) {
+		if _, ok := requests[claim]; !ok {
+			order = append(order, claim)
+		}
+		requests[claim] = append(requests[claim], reqs...)
+	}
+	for i := range pod.Spec.ResourceClaims {
+		pc := &pod.Spec.ResourceClaims[i]
+		var reqs []string
+		named := false
+		for _, cc := range c.Resources.Claims {
+			if cc.Name == pc.Name {
+				named = true
+				reqs = append(reqs, cc.Request)
+			}
+		}
+		if !named {
+			continue
+		}
+		name, _, err := resourceclaim.Name(pod, pc)
+		if err != nil {
+			return nil, err
+		}
+		if name != nil {
+			add(*name, reqs...)
+		}
+	}
+	if ext := pod.Status.ExtendedResourceClaimStatus; ext != nil {
+		for _, rm := range ext.RequestMappings {
+			if rm.ContainerName != c.Name {
+				continue
+			}
+			if q, ok := c.Resources.Requests[corev1.ResourceName(rm.ResourceName)]; ok && !q.IsZero() &&
+				podrules.BackedByDRA(pod, c.Name, corev1.ResourceName(rm.ResourceName)) {
+				add(ext.ResourceClaimName, rm.RequestName)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return nil, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*runtimeapi.CDIDevice
+	for _, claim := range order {
+		info, ok := m.claims[key(pod.Namespace, claim)]
+		if !ok {
+			return nil, fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", claim, pod.Namespace)
+		}
+		for _, req := range requests[claim] {
+			for _, id := range info.cdiDevices(req) {
+				out = append(out, &runtimeapi.CDIDevice{Name: id})
+			}
+		}
+	}
+	return out, nil
+}
+
+// UnprepareResources releases the pod's claims once none of its containers runs, as the kubelet does
+// before the pod's final status: a claim no other pod of the node uses is unprepared by its drivers and
+// forgotten. pod may be nil (a pod only the checkpoint knows): the claims are those recorded for its UID.
+func (m *Manager) UnprepareResources(ctx context.Context, uid types.UID, pod *corev1.Pod) error {
+	m.mu.Lock()
+	var names []types.NamespacedName
+	for _, info := range m.claims {
+		if info.PodUIDs.Has(string(uid)) {
+			names = append(names, types.NamespacedName{Namespace: info.Namespace, Name: info.ClaimName})
+		}
+	}
+	m.mu.Unlock()
+	if len(names) == 0 && pod != nil {
+		refs, err := podClaims(pod)
+		if err != nil {
+			return fmt.Errorf("unprepare dynamic resources: %w", err)
+		}
+		for _, r := range refs {
+			names = append(names, types.NamespacedName{Namespace: pod.Namespace, Name: r.claimName})
+		}
+	}
+	if err := m.unprepare(ctx, uid, names); err != nil {
+		return fmt.Errorf("unprepare dynamic resources: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) unprepare(ctx context.Context, uid types.UID, names []types.NamespacedName) error {
+	batches := map[string][]*drapb.Claim{}
+	release := map[string]bool{} // keys of claims to forget once unprepared
+	err := m.locked(func() error {
+		for _, n := range names {
+			info, ok := m.claims[key(n.Namespace, n.Name)]
+			if !ok || !info.PodUIDs.Has(string(uid)) {
+				continue
+			}
+			if info.PodUIDs.Len() > 1 {
+				info.PodUIDs.Delete(string(uid))
+				continue
+			}
+			release[key(n.Namespace, n.Name)] = true
+			info.unpreparing = true
+			req := &drapb.Claim{Namespace: info.Namespace, Uid: string(info.ClaimUID), Name: info.ClaimName}
+			for driver, ds := range info.DriverState {
+				if !ds.skips(resourceapi.SkipNodeOperationNodeUnprepareResources) {
+					batches[driver] = append(batches[driver], req)
+				}
+			}
+		}
+		return m.checkpoint()
+	})
+	if err != nil {
+		return err
+	}
+	for driver, claims := range batches {
+		p, err := m.plugins.get(driver)
+		if err != nil {
+			return err
+		}
+		resp, err := p.unprepare(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: claims})
+		if err != nil {
+			return fmt.Errorf("NodeUnprepareResources: %w", err)
+		}
+		for uid, result := range resp.Claims {
+			req := findClaim(claims, uid)
+			if req == nil {
+				return fmt.Errorf("NodeUnprepareResources returned result for unknown claim UID %s", uid)
+			}
+			if result.GetError() != "" {
+				return fmt.Errorf("NodeUnprepareResources failed for ResourceClaim %s: %s", req.Name, result.Error)
+			}
+		}
+		if unfinished := len(claims) - len(resp.Claims); unfinished != 0 {
+			return fmt.Errorf("NodeUnprepareResources skipped %d ResourceClaims", unfinished)
+		}
+	}
+	if len(release) == 0 {
+		return nil
+	}
+	err = m.locked(func() error {
+		for k := range release {
+			delete(m.claims, k)
+		}
+		return m.checkpoint()
+	})
+	if err == nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Unprepared dynamic resources", "claims", len(release))
+	}
+	return err
+}
+
+// MightNeedToUnprepare says whether claims are still recorded for the pod: its deletion from the API
+// waits until they are released.
+func (m *Manager) MightNeedToUnprepare(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, info := range m.claims {
+		if info.PodUIDs.Has(string(uid)) {
+			return true
+		}
+	}
+	return false
+}
+
+// UnprepareOrphans releases the claims of pods that are not active (the kubelet's reconcile loop): pods
+// deleted while the agent was down, or whose release failed.
+func (m *Manager) UnprepareOrphans(ctx context.Context, active func(types.UID) bool) error {
+	byPod := map[types.UID][]types.NamespacedName{}
+	m.mu.Lock()
+	for _, info := range m.claims {
+		for uid := range info.PodUIDs {
+			if !active(types.UID(uid)) {
+				byPod[types.UID(uid)] = append(byPod[types.UID(uid)], types.NamespacedName{Namespace: info.Namespace, Name: info.ClaimName})
+			}
+		}
+	}
+	m.mu.Unlock()
+	var errs []error
+	for uid, names := range byPod {
+		if err := m.unprepare(ctx, uid, names); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", uid, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// locked runs f with m.mu held.
+func (m *Manager) locked(f func() error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return f()
+}
+
+// checkpoint writes the claims to the checkpoint (m.mu held).
+func (m *Manager) checkpoint() error {
+	states := make([]ClaimState, 0, len(m.claims))
+	for _, k := range slices.Sorted(maps.Keys(m.claims)) {
+		states = append(states, m.claims[k].ClaimState)
+	}
+	return writeState(m.path, states)
+}
