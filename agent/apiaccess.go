@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/dra"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime/pleg"
@@ -40,6 +41,8 @@ type apiAccess interface {
 	volumeObjects(a *Agent, m *volumes.Manager)
 	// csiObjects gives the CSI node side the CSINode, Node and CSIDriver objects.
 	csiObjects(a *Agent, opts *csi.Options)
+	// claimObjects gives the DRA manager the ResourceClaims and this node's ResourceSlices.
+	claimObjects(a *Agent, opts *dra.Options)
 	// apiPods are the API's pods bound to this node (mirror pods left out), for the node API's /pods.
 	apiPods(ctx context.Context, a *Agent) ([]corev1.Pod, error)
 	// setup wires the controllers of API objects: the Node, its Lease and the mirror pods.
@@ -105,6 +108,10 @@ func (remoteAPI) csiObjects(a *Agent, opts *csi.Options) {
 	opts.Reader, opts.Writer, opts.CSIDrivers = a.mgr.GetAPIReader(), a.mgr.GetClient(), a.mgr.GetClient()
 }
 
+func (remoteAPI) claimObjects(a *Agent, opts *dra.Options) {
+	opts.Reader, opts.Writer = a.mgr.GetAPIReader(), a.mgr.GetClient()
+}
+
 func (remoteAPI) apiPods(ctx context.Context, a *Agent) ([]corev1.Pod, error) {
 	var l corev1.PodList
 	if err := a.mgr.GetClient().List(ctx, &l); err != nil {
@@ -134,6 +141,7 @@ func (withoutAPI) recordTo(record.EventBroadcaster, *rest.Config) error  { retur
 func (withoutAPI) podSources(*Agent) []source.Source                     { return nil }
 func (withoutAPI) volumeObjects(*Agent, *volumes.Manager)                {}
 func (withoutAPI) csiObjects(*Agent, *csi.Options)                       {}
+func (withoutAPI) claimObjects(*Agent, *dra.Options)                     {}
 func (withoutAPI) apiPods(context.Context, *Agent) ([]corev1.Pod, error) { return nil, nil }
 
 // podDeps: no API server to read from; a Service lister shared with the process's nodes, if given.

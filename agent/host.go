@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodelet/nodelet/containergc"
 	"github.com/nodelet/nodelet/devices"
+	"github.com/nodelet/nodelet/dra"
 	"github.com/nodelet/nodelet/imagegc"
 	"github.com/nodelet/nodelet/nodeshutdown"
 	"github.com/nodelet/nodelet/podlifecycle"
@@ -63,6 +64,20 @@ func (host) deviceManager(a *Agent, deps *podlifecycle.Deps) error {
 	a.devices, deps.Devices = m, m
 	a.local = append(a.local, manager.RunnableFunc(m.Start))
 	return nil
+}
+
+// dynamicResources is the DRA manager: the pods' ResourceClaims prepared by their drivers' plugins (which
+// register in <root>/plugins_registry), recorded in <root>/dra_manager_state, the kubelet's file.
+func (host) dynamicResources(a *Agent, deps *podlifecycle.Deps) (*dra.Manager, error) {
+	opts := dra.Options{RootDir: a.cfg.RootDir, NodeName: a.cfg.NodeName, Clock: a.clock()}
+	a.api.claimObjects(a, &opts)
+	m, err := dra.NewManager(opts)
+	if err != nil {
+		return nil, err
+	}
+	deps.DynamicResources = m
+	a.local = append(a.local, manager.RunnableFunc(m.Start))
+	return m, nil
 }
 
 // userNamespaces gives pods that set hostUsers: false a range of IDs of their own, as the kubelet's user

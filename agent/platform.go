@@ -104,12 +104,16 @@ func (host) plegOptions(a *Agent) pleg.Options {
 	return o
 }
 
-// podParts: probes over the network and the runtime, the volume manager, pod cgroups, pull records, the
-// device manager, user namespaces, graceful node shutdown.
+// podParts: probes over the network and the runtime, the volume manager, the DRA manager, pod cgroups,
+// pull records, the device manager, user namespaces, graceful node shutdown.
 func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder, connector *runtime.Connector) (*probes.Manager, error) {
 	a.volumeMgr = h.volumes(a, deps.Node)
 	a.volumeMgr.Recorder = rec
-	h.csiPlugins(a, a.volumeMgr)
+	claims, err := h.dynamicResources(a, deps)
+	if err != nil {
+		return nil, err
+	}
+	h.csiPlugins(a, a.volumeMgr, claims)
 	deps.Volumes = a.volumeMgr
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return h.cleanUpStagedVolumes(ctx, a) }))
 	if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {

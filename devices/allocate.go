@@ -83,7 +83,7 @@ func (m *Manager) removeReusable(uid types.UID, container string) {
 // allocateContainer gives one container its devices of each resource and records the plugin's answer.
 // The caller holds the lock.
 func (m *Manager) allocateContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container) error {
-	limits := m.deviceLimits(c)
+	limits := m.deviceLimits(pod, c)
 	for _, name := range sortedKeys(limits) {
 		needed := limits[name]
 		ids, err := m.devicesToAllocate(ctx, pod.UID, c.Name, name, needed)
@@ -221,7 +221,7 @@ func (m *Manager) preferred(ctx context.Context, ep *endpoint, available, mustIn
 func (m *Manager) RunContainerOptions(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*RunOptions, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, name := range sortedKeys(m.deviceLimits(c)) {
+	for _, name := range sortedKeys(m.deviceLimits(pod, c)) {
 		if _, ok := m.pods[pod.UID][c.Name][name]; !ok {
 			m.log.V(2).Info("Allocating the devices of a container admitted without them", "pod", pod.Namespace+"/"+pod.Name, "containerName", c.Name, "resourceName", name)
 			if err := m.allocateContainer(ctx, pod, c); err != nil {

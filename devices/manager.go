@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/devices/checkpoint"
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // The kubelet's device manager constants.
@@ -198,10 +199,11 @@ func (m *Manager) isDeviceResource(name string) bool {
 
 // deviceLimits are the device plugin resources a container asks for, by name, with the number of devices.
 // The caller holds the lock.
-func (m *Manager) deviceLimits(c *corev1.Container) map[string]int {
+func (m *Manager) deviceLimits(pod *corev1.Pod, c *corev1.Container) map[string]int {
 	var out map[string]int
 	for name, q := range c.Resources.Limits {
-		if q.Value() == 0 || !m.isDeviceResource(string(name)) {
+		// A resource the pod's extended resource claim serves gets the claim's devices (DRA), not a plugin's.
+		if q.Value() == 0 || !m.isDeviceResource(string(name)) || podrules.BackedByDRA(pod, c.Name, name) {
 			continue
 		}
 		if out == nil {

@@ -15,8 +15,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +35,7 @@ type Options struct {
 	// Writer deletes this node's ResourceSlices of drivers gone; nil: none are deleted.
 	Writer client.Writer
 	// Clock times the deletion of a driver's slices (nil: the real clock).
-	Clock clock.WithDelayedExecution
+	Clock clock.WithTicker
 	// WipingDelay is how long a driver's slices stay after its last plugin went (0: 30 s).
 	WipingDelay time.Duration
 }
@@ -420,8 +420,9 @@ func (m *Manager) CDIDevices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeap
 
 // UnprepareResources releases the pod's claims once none of its containers runs, as the kubelet does
 // before the pod's final status: a claim no other pod of the node uses is unprepared by its drivers and
-// forgotten. pod may be nil (a pod only the checkpoint knows): the claims are those recorded for its UID.
-func (m *Manager) UnprepareResources(ctx context.Context, uid types.UID, pod *corev1.Pod) error {
+// forgotten. The claims are those recorded for the pod's UID (a pod is recorded before any driver is
+// called), so a pod the API no longer has is released as well.
+func (m *Manager) UnprepareResources(ctx context.Context, uid types.UID) error {
 	m.mu.Lock()
 	var names []types.NamespacedName
 	for _, info := range m.claims {
@@ -430,14 +431,8 @@ func (m *Manager) UnprepareResources(ctx context.Context, uid types.UID, pod *co
 		}
 	}
 	m.mu.Unlock()
-	if len(names) == 0 && pod != nil {
-		refs, err := podClaims(pod)
-		if err != nil {
-			return fmt.Errorf("unprepare dynamic resources: %w", err)
-		}
-		for _, r := range refs {
-			names = append(names, types.NamespacedName{Namespace: pod.Namespace, Name: r.claimName})
-		}
+	if len(names) == 0 {
+		return nil
 	}
 	if err := m.unprepare(ctx, uid, names); err != nil {
 		return fmt.Errorf("unprepare dynamic resources: %w", err)

@@ -184,7 +184,7 @@ func TestPrepareOncePerClaimAndUnprepareAfterTheLastPod(t *testing.T) {
 		t.Fatalf("a container without claims got %v, %v", devs, err)
 	}
 
-	if err := bd.m.UnprepareResources(ctx, a.UID, a); err != nil {
+	if err := bd.m.UnprepareResources(ctx, a.UID); err != nil {
 		t.Fatal(err)
 	}
 	if _, unprepared := bd.plugin.calls(); len(unprepared) != 0 {
@@ -194,7 +194,7 @@ func TestPrepareOncePerClaimAndUnprepareAfterTheLastPod(t *testing.T) {
 		t.Fatal("pod b holds the claim, pod a does not")
 	}
 	// Pod b is only known by its UID now (deleted from the API): the checkpoint says what it holds.
-	if err := bd.m.UnprepareResources(ctx, b.UID, nil); err != nil {
+	if err := bd.m.UnprepareResources(ctx, b.UID); err != nil {
 		t.Fatal(err)
 	}
 	if _, unprepared := bd.plugin.calls(); strings.Join(unprepared, ",") != "shared" {
@@ -242,7 +242,7 @@ func TestPrepareFailuresAreErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 			// A pod whose claim failed part-way is released like any other.
-			if err := bd.m.UnprepareResources(testCtx(t), pod.UID, pod); err != nil {
+			if err := bd.m.UnprepareResources(testCtx(t), pod.UID); err != nil {
 				t.Fatal(err)
 			}
 			if bd.m.MightNeedToUnprepare(pod.UID) {
@@ -359,7 +359,7 @@ func TestV1beta1Plugin(t *testing.T) {
 	if err := m.PrepareResources(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.UnprepareResources(ctx, a.UID, a); err != nil {
+	if err := m.UnprepareResources(ctx, a.UID); err != nil {
 		t.Fatal(err)
 	}
 	if prepared, unprepared := p.calls(); len(prepared) != 1 || len(unprepared) != 1 {

@@ -37,7 +37,7 @@ var servicesSupported = []string{drapbv1.DRAPluginService, drapbv1beta1.DRAPlugi
 type Plugins struct {
 	client      client.Writer
 	nodeName    string
-	clock       clock.WithDelayedExecution
+	clock       clock.WithTicker
 	wipingDelay time.Duration
 
 	mu     sync.Mutex
@@ -50,9 +50,8 @@ type Plugins struct {
 	onSync func(driver string, usable bool)
 }
 
-// pendingWipe is a driver's ResourceSlices to be deleted: the timer until then, or the deletion going on.
+// pendingWipe is a driver's ResourceSlices to be deleted: cancel stops the wait, or the deletion going on.
 type pendingWipe struct {
-	timer  clock.Timer
 	cancel context.CancelFunc
 }
 
@@ -68,7 +67,7 @@ type plugin struct {
 }
 
 // newPlugins makes the plugin store; writer nil: no ResourceSlices are deleted.
-func newPlugins(writer client.Writer, nodeName string, clk clock.WithDelayedExecution, wipingDelay time.Duration) *Plugins {
+func newPlugins(writer client.Writer, nodeName string, clk clock.WithTicker, wipingDelay time.Duration) *Plugins {
 	if wipingDelay <= 0 {
 		wipingDelay = defaultWipingDelay
 	}
@@ -110,12 +109,7 @@ func (ps *Plugins) stop() {
 	}
 }
 
-func (w *pendingWipe) stop() {
-	w.timer.Stop()
-	if w.cancel != nil {
-		w.cancel()
-	}
-}
+func (w *pendingWipe) stop() { w.cancel() }
 
 // ValidatePlugin checks that the plugin offers a service this agent speaks.
 func (ps *Plugins) ValidatePlugin(_ context.Context, driver, endpoint string, versions []string) error {
@@ -239,17 +233,23 @@ func (ps *Plugins) sync(driver string) {
 		w.stop()
 		delete(ps.wipes, driver)
 	case !usable && !pending:
-		w := &pendingWipe{}
 		ctx, cancel := context.WithCancel(ps.ctx)
-		w.cancel = cancel
-		w.timer = ps.clock.AfterFunc(ps.wipingDelay, func() {
-			ps.wipe(ctx, driver)
+		w := &pendingWipe{cancel: cancel}
+		timer := ps.clock.NewTimer(ps.wipingDelay)
+		go func() {
+			defer timer.Stop()
+			select {
+			case <-timer.C():
+				ps.wipe(ctx, driver)
+			case <-ctx.Done():
+				return
+			}
 			ps.mu.Lock()
 			if ps.wipes[driver] == w {
 				delete(ps.wipes, driver)
 			}
 			ps.mu.Unlock()
-		})
+		}()
 		ps.wipes[driver] = w
 	}
 }

@@ -128,7 +128,7 @@ func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) 
 	if q, ok := alloc[corev1.ResourcePods]; ok && int64(len(admitted))+1 > q.Value() {
 		return insufficient(corev1.ResourcePods, 1, int64(len(admitted)), q.Value())
 	}
-	want := podrules.PodRequests(pod, podrules.ResourceOptions{})
+	want := podrules.PodRequests(withoutDRABackedRequests(pod), podrules.ResourceOptions{})
 	used := podrules.TotalRequests(admitted, podrules.ResourceOptions{})
 	for _, name := range fitOrder(want, alloc) {
 		capacity := alloc[name]
@@ -142,6 +142,25 @@ func admitResources(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) 
 		}
 	}
 	return admissionResult{admit: true}
+}
+
+// withoutDRABackedRequests is the pod without the container requests its extended resource claim serves
+// (the kubelet's removeMissingExtendedResources): they are the claim's devices, not the node's capacity.
+func withoutDRABackedRequests(pod *corev1.Pod) *corev1.Pod {
+	if pod.Status.ExtendedResourceClaimStatus == nil {
+		return pod
+	}
+	out := pod.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range cs {
+			for name := range cs[i].Resources.Requests {
+				if podrules.BackedByDRA(pod, cs[i].Name, name) {
+					delete(cs[i].Resources.Requests, name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // fitOrder is the order the scheduler's fit checks a pod's requests in: CPU, memory, ephemeral storage,

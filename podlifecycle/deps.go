@@ -70,6 +70,9 @@ type Deps struct {
 	// UserNamespaces gives pods that set hostUsers: false a user namespace of their own (nil: none; such
 	// pods fail to start with the kubelet's message).
 	UserNamespaces UserNamespaces
+	// DynamicResources prepares the pods' ResourceClaims with their DRA drivers (nil: no DRA; a pod with
+	// claims does not start).
+	DynamicResources DynamicResources
 }
 
 // Options are the Reconciler's settings. NodeName and RootDir are required; the others have defaults.
@@ -145,6 +148,9 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	if deps.UserNamespaces != nil {
 		sdeps.UserNamespaces, r.userns = deps.UserNamespaces, deps.UserNamespaces
 	}
+	if deps.DynamicResources != nil {
+		sdeps.DynamicResources, r.dra = deps.DynamicResources, deps.DynamicResources
+	}
 	sdeps = sdeps.WithDefaults()
 	r.states, r.volumes, r.podCgroups = sdeps.States, sdeps.Volumes, sdeps.PodCgroups
 	syncer, err := podsyncer.New(sdeps, podsyncer.Options{
@@ -217,6 +223,17 @@ func (r *Reconciler) defaults() {
 	if r.userns == nil {
 		r.userns = noUserNamespaces{}
 	}
+	if r.dra == nil {
+		r.dra = noDynamicResources{}
+	}
+}
+
+// noDynamicResources is no DRA: no claim is ever prepared, so none is held.
+type noDynamicResources struct{}
+
+func (noDynamicResources) MightNeedToUnprepare(types.UID) bool { return false }
+func (noDynamicResources) UnprepareOrphans(context.Context, func(types.UID) bool) error {
+	return nil
 }
 
 // noUserNamespaces gives no pod a user namespace: there are none to release.
@@ -266,6 +283,20 @@ type (
 type UserNamespaces interface {
 	podsyncer.UserNamespaces
 	RemoveOrphans(active func(types.UID) bool) error
+}
+
+// DynamicResources is what the reconciler asks of the DRA manager (dra.Manager): the syncer's part, whether
+// a pod still holds prepared claims (its API object stays until they are released), and the release of
+// the claims of pods the node no longer has.
+type DynamicResources interface {
+	podsyncer.DynamicResources
+	claimsHolder
+}
+
+// claimsHolder is the reconciler's own part of DynamicResources.
+type claimsHolder interface {
+	MightNeedToUnprepare(uid types.UID) bool
+	UnprepareOrphans(ctx context.Context, active func(types.UID) bool) error
 }
 
 // RelistedPods is what the reconciler asks of the PLEG (pleg.PLEG): the pods the runtime holds, its

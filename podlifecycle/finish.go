@@ -2,6 +2,7 @@ package podlifecycle
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,10 @@ func (r *Reconciler) finishDeletion(ctx context.Context, w *podWorker, pod *core
 	}
 	if err := r.syncer.RemovePod(ctx, &podsyncer.Scope{Pod: pod, State: w.PodState, Runtime: st}); err != nil {
 		return err
+	}
+	// Its claims are released before the API object goes: the claim's deallocation waits for that.
+	if r.dra.MightNeedToUnprepare(pod.UID) {
+		return fmt.Errorf("pod %s/%s still holds prepared ResourceClaims", pod.Namespace, pod.Name)
 	}
 	err = r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: ptr.To(pod.UID)})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

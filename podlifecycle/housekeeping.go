@@ -23,7 +23,14 @@ const defaultHousekeepingPeriod = 2 * time.Second
 // from the API or left by an earlier run, and pod directories with nothing behind them — and has them
 // cleaned up. Runtime orphans are handed to the Pod reconciler (by enqueuing their name), which stops
 // and removes them like any pod that is no longer desired.
-type housekeeping struct{ r *Reconciler }
+type housekeeping struct {
+	r *Reconciler
+	// lastClaimsRelease is when the claims of inactive pods were last released.
+	lastClaimsRelease time.Time
+}
+
+// claimsReleasePeriod is how often the claims of pods the node no longer has are released.
+const claimsReleasePeriod = time.Minute
 
 // Start runs housekeeping every housekeeping period until ctx ends.
 func (h *housekeeping) Start(ctx context.Context) error {
@@ -53,6 +60,13 @@ func (h *housekeeping) run(ctx context.Context) {
 	r.alloc.RemoveOrphans(active)
 	if err := r.userns.RemoveOrphans(active); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed cleaning up orphaned pod user namespaces allocations")
+	}
+	// Claims of pods the node no longer has are released every minute (the kubelet's DRA reconcile loop).
+	if now := r.clock.Now(); now.Sub(h.lastClaimsRelease) >= claimsReleasePeriod {
+		h.lastClaimsRelease = now
+		if err := r.dra.UnprepareOrphans(ctx, active); err != nil {
+			ctrl.LoggerFrom(ctx).Info("Unpreparing pod resources in reconcile loop failed, will retry", "err", err.Error())
+		}
 	}
 	r.resizes.retryPending(ctx)
 }

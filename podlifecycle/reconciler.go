@@ -65,6 +65,8 @@ type Reconciler struct {
 	userns  interface {
 		RemoveOrphans(active func(types.UID) bool) error
 	}
+	// dra releases the claims of pods the node no longer has; a pod's API object stays while it holds any.
+	dra     claimsHolder
 	admitMu sync.Mutex
 	// alloc keeps the pods' allocated and actuated resources and their resize conditions; resizes decides
 	// the resizes pods ask for.

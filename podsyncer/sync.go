@@ -201,6 +201,14 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 		s.metrics.startedUserNamespacedPods.Inc()
 		ps.usernsStarting = true
 	}
+	// The pod's ResourceClaims are prepared before its sandbox, as the kubelet does; a failure is an event
+	// and the sandbox waits for the next try.
+	if err := s.config.dra.PrepareResources(ctx, pod); err != nil {
+		s.usernsStartFailed(ps)
+		s.recorder.Eventf(PodRef(pod), corev1.EventTypeWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to prepare dynamic resources")
+		return "", prepareRetry, nil
+	}
 	cfg, err := s.config.sandboxConfig(ctx, pod, attempt)
 	if err == nil && !s.cgroups.ensurePodCgroup(ctx, ps, pod, cfg) {
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
@@ -230,6 +238,10 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 	ctrl.LoggerFrom(ctx).V(1).Info("Created pod sandbox", "podSandboxID", id, "attempt", attempt)
 	return id, 0, nil
 }
+
+// prepareRetry is when a pod whose ResourceClaims could not be prepared is tried again (a claim not yet
+// allocated or reserved, a driver not yet registered).
+const prepareRetry = 5 * time.Second
 
 // makePodDirs creates <root>/pods/<uid> and the pod's log directory.
 func (b *configBuilder) makePodDirs(pod *corev1.Pod, logDir string) error {
@@ -409,8 +421,14 @@ func (b *configBuilder) containerConfig(ctx context.Context, pod *corev1.Pod, c 
 	if opts.UserNamespace, err = b.userNamespace(ctx, pod); err != nil {
 		return nil, err
 	}
+	// The CDI devices of the container's ResourceClaims come first, then its device plugins', as the
+	// kubelet orders them.
+	if opts.CDIDevices, err = b.dra.CDIDevices(pod, c); err != nil {
+		return nil, err
+	}
 	if plugged != nil {
-		opts.Annotations, opts.CDIDevices = plugged.Annotations, plugged.CDIDevices
+		opts.Annotations = plugged.Annotations
+		opts.CDIDevices = append(opts.CDIDevices, plugged.CDIDevices...)
 	}
 	return podconfig.ContainerConfig(pod, c, sa.kind, sa.restartCount, opts)
 }

@@ -2,6 +2,7 @@ package podsyncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/devices"
+	"github.com/nodelet/nodelet/dra"
 	"github.com/nodelet/nodelet/imagepull"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/probes"
@@ -97,6 +99,9 @@ type Deps struct {
 	// UserNamespaces gives pods that set hostUsers: false their user namespace (nil: none, and such pods
 	// fail to start with the kubelet's message).
 	UserNamespaces UserNamespaces
+	// DynamicResources prepares the pods' ResourceClaims (nil: none can be, and a pod with claims does
+	// not start).
+	DynamicResources DynamicResources
 }
 
 // Options are the Syncer's settings. NodeName and RootDir are required.
@@ -145,6 +150,9 @@ func (d Deps) WithDefaults() Deps {
 	if d.UserNamespaces == nil {
 		d.UserNamespaces = noUserNamespaces{}
 	}
+	if d.DynamicResources == nil {
+		d.DynamicResources = noDynamicResources{}
+	}
 	return d
 }
 
@@ -179,7 +187,7 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 		s.resyncPeriod = time.Minute
 	}
 	s.config = &configBuilder{cri: s.cri, recorder: s.recorder, secrets: s.secrets, node: deps.Node, volumes: s.volumes,
-		services: deps.Services, devices: deps.Devices, userns: deps.UserNamespaces, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
+		services: deps.Services, devices: deps.Devices, userns: deps.UserNamespaces, dra: deps.DynamicResources, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
 		seccompDefault: opts.SeccompDefault, hostResources: opts.HostResources}
 	s.stop = &stopper{cri: s.cri, recorder: s.recorder, clock: s.clock, hostIPs: s.hostIPs, readPod: s.ReadPod,
 		changed: s.changed, enqueue: s.enqueue}
@@ -206,6 +214,7 @@ type configBuilder struct {
 	volumes        Volumes
 	services       ServiceLister
 	devices        Devices
+	dra            DynamicResources
 	userns         UserNamespaces
 	nodeName       string
 	rootDir        string
@@ -306,6 +315,15 @@ type Devices interface {
 	AllocatedResourcesStatus(podUID types.UID, container string) []corev1.ResourceStatus
 }
 
+// DynamicResources is what the syncer asks of the DRA manager (dra.Manager): a pod's ResourceClaims
+// prepared before its sandbox is made, the CDI devices they give a container, and their release once the
+// pod's containers have stopped.
+type DynamicResources interface {
+	PrepareResources(ctx context.Context, pod *corev1.Pod) error
+	CDIDevices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.CDIDevice, error)
+	UnprepareResources(ctx context.Context, uid types.UID) error
+}
+
 // UserNamespaces is what the syncer asks of the user namespace manager (userns.Manager): the user
 // namespace a pod's sandbox and containers run in on a runtime handler (the node's unless the pod sets
 // hostUsers: false), and its release once the pod has terminated.
@@ -404,6 +422,20 @@ func (noDevices) RunContainerOptions(context.Context, *corev1.Pod, *corev1.Conta
 	return nil, nil
 }
 func (noDevices) AllocatedResourcesStatus(types.UID, string) []corev1.ResourceStatus { return nil }
+
+// noDynamicResources is a node without DRA: a pod with ResourceClaims cannot be prepared.
+type noDynamicResources struct{}
+
+func (noDynamicResources) PrepareResources(_ context.Context, pod *corev1.Pod) error {
+	if dra.HasClaims(pod) {
+		return errors.New("prepare dynamic resources: this node has no DRA manager")
+	}
+	return nil
+}
+func (noDynamicResources) CDIDevices(*corev1.Pod, *corev1.Container) ([]*runtimeapi.CDIDevice, error) {
+	return nil, nil
+}
+func (noDynamicResources) UnprepareResources(context.Context, types.UID) error { return nil }
 
 // noUserNamespaces is a node without user namespaces: pods run in the node's, and a pod that sets
 // hostUsers: false is refused when its sandbox is configured.

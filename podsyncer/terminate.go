@@ -75,6 +75,11 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, sc *Scope) Result {
 	if ps.kill != nil && !ps.kill.finished() {
 		return Result{} // the stop reports when it is done
 	}
+	// The pod's ResourceClaims are released once its containers have stopped and before its status says
+	// so, as the kubelet does: the claim's deallocation must not race a container still using it.
+	if err := s.config.dra.UnprepareResources(ctx, ps.UID); err != nil {
+		return Result{Err: err}
+	}
 	return Result{Status: sc.Runtime, Stopped: true}
 }
 

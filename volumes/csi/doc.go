@@ -9,8 +9,8 @@
 // <root-dir>/plugins_registry/<driver>-reg.sock — and speaks the kubelet's plugin registration API
 // (k8s.io/kubelet/pkg/apis/pluginregistration/v1) to each: GetInfo, then the Handler of the plugin's type
 // validates and registers it, then NotifyRegistrationStatus tells the plugin the outcome (a refusal with
-// the kubelet's message). A plugin of a type no Handler takes (DevicePlugin and DRAPlugin for now) is
-// refused. A failed registration is tried again, from half a second to two minutes apart, for as long
+// the kubelet's message). DRA plugins go to the handler Options.Handlers gives for DRAPlugin (package dra); a
+// plugin of a type no Handler takes is refused. A failed registration is tried again, from half a second to two minutes apart, for as long
 // as its socket is there; a socket removed de-registers its plugin, and a socket made again at the same
 // path (the registrar restarted) re-registers it.
 //

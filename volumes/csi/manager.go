@@ -29,6 +29,8 @@ type Options struct {
 	CSIDrivers client.Reader
 	// Clock times retries (nil: the real clock).
 	Clock clock.WithTicker
+	// Handlers register the plugins of other types than CSIPlugin (DRAPlugin) through the same watcher.
+	Handlers map[string]Handler
 }
 
 // Manager is the node side of CSI: the plugin watcher with the CSI registration handler, the registry of
@@ -51,9 +53,15 @@ func New(opts Options) *Manager {
 			m.allocatable = &AllocatableUpdater{Registry: m.registry, CSIDrivers: opts.CSIDrivers, Writer: m.nodeInfo, Clock: opts.Clock}
 		}
 	}
+	handlers := map[string]Handler{registerapi.CSIPlugin: h}
+	for t, oh := range opts.Handlers {
+		if t != registerapi.CSIPlugin {
+			handlers[t] = oh
+		}
+	}
 	m.watcher = &PluginWatcher{
 		Dir:      filepath.Join(opts.RootDir, RegistrationDir),
-		Handlers: map[string]Handler{registerapi.CSIPlugin: h},
+		Handlers: handlers,
 		Clock:    opts.Clock,
 	}
 	return m
