@@ -113,6 +113,23 @@ build_device_plugin() {
   rm -rf "$w"
 }
 
+# build_dra_driver: the upstream DRA test driver (test/e2e/dra/test-driver: its kubelet-plugin command publishes
+# four devices of test-driver.cdi.k8s.io and prepares claims with a CDI spec of environment variables), into
+# $DRA_DRIVER_BIN, for the DRA specs of the e2e suite.
+build_dra_driver() {
+  [ -x "$DRA_DRIVER_BIN" ] && return 0
+  log "building the DRA test driver (${KUBE_VERSION}) into $DRA_DRIVER_BIN"
+  local w; w=$(mktemp -d)
+  kube_wrapper "$w" k8s.io/kubernetes/test/e2e/dra/test-driver
+  (
+    cd "$w"
+    mkdir -p "$(dirname "$DRA_DRIVER_BIN")"
+    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$DRA_DRIVER_BIN.tmp" k8s.io/kubernetes/test/e2e/dra/test-driver
+    mv "$DRA_DRIVER_BIN.tmp" "$DRA_DRIVER_BIN"
+  )
+  rm -rf "$w"
+}
+
 # private_apt DIR TYPE: apt state of its own under DIR (the machine's apt configuration is not touched) whose one
 # source is this distribution's main archive as TYPE (deb or deb-src), updated; the options apt-get needs for it
 # are left in APT_OPTS.
@@ -343,8 +360,9 @@ case "${1:-all}" in
   busybox) build_busybox ;;
   csi) build_csi ;;
   deviceplugin) build_device_plugin ;;
-  all) build_etcd; build_kube; build_busybox; build_device_plugin ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox|csi|deviceplugin]" ;;
+  dradriver) build_dra_driver ;;
+  all) build_etcd; build_kube; build_busybox; build_device_plugin; build_dra_driver ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox|csi|deviceplugin|dradriver]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

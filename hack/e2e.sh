@@ -40,7 +40,8 @@ main() {
   build_nodelet
   trap teardown EXIT
   bash "$bed" up
-  export NODELET_BED_DIR=$BED_DIR NODELET_BED_SCRIPT=$bed KUBECONFIG=$BED_DIR/pki/admin.kubeconfig KUBECTL=$KUBE_BIN_DIR/kubectl
+  export NODELET_BED_DIR=$BED_DIR NODELET_BED_SCRIPT=$bed KUBECONFIG=$BED_DIR/pki/admin.kubeconfig KUBECTL=$KUBE_BIN_DIR/kubectl \
+    DRA_DRIVER_BIN
   cd "$REPO_ROOT"
   go test ./test/e2e/... -v -count=1 -timeout 30m -ginkgo.label-filter="${E2E_LABELS:-!storage-bed && !logind-bed}" "$@"
 }

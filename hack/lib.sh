@@ -11,6 +11,8 @@ ETCD_BIN_DIR=$BIN_CACHE/etcd-$ETCD_VERSION
 E2E_BIN_DIR=$BIN_CACHE/e2e-$KUBE_VERSION
 # The upstream sample device plugin (test/images/sample-device-plugin), for the device plugin specs.
 DEVICE_PLUGIN_BIN=$BIN_CACHE/sample-device-plugin-$KUBE_VERSION/sampledeviceplugin
+# The upstream DRA test driver (test/e2e/dra/test-driver), whose kubelet plugin the DRA specs run on the node.
+DRA_DRIVER_BIN=$BIN_CACHE/dra-test-driver-$KUBE_VERSION/dra-test-driver
 BUSYBOX_BIN_DIR=$BIN_CACHE/busybox-upstream
 CONTAINERD2_VERSION=${CONTAINERD2_VERSION:-v2.4.2}
 RUNC_VERSION=${RUNC_VERSION:-v1.5.2}

@@ -96,6 +96,9 @@ disabled_plugins = [
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
   disable_hugetlb_controller = false
+  # CDI devices (DRA drivers' specs) are injected into containers; drivers write their specs in /var/run/cdi.
+  enable_cdi = true
+  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
