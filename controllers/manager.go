@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -75,5 +76,7 @@ func newRESTMapper() meta.RESTMapper {
 	add(authenticationv1.SchemeGroupVersion, meta.RESTScopeRoot, "TokenReview")
 	add(authorizationv1.SchemeGroupVersion, meta.RESTScopeRoot, "SubjectAccessReview")
 	add(eventsv1.SchemeGroupVersion, meta.RESTScopeNamespace, "Event")
+	add(resourcev1.SchemeGroupVersion, meta.RESTScopeNamespace, "ResourceClaim")
+	add(resourcev1.SchemeGroupVersion, meta.RESTScopeRoot, "ResourceSlice")
 	return m
 }

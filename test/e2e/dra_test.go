@@ -37,6 +37,8 @@ func startDRADriver() (stop func()) {
 	Expect(bin).NotTo(BeEmpty(), "DRA_DRIVER_BIN is not set: run the suite with `make e2e` (hack/e2e.sh)")
 	logFile, err := os.Create(filepath.Join(bedDir, "dra-test-driver.log"))
 	Expect(err).NotTo(HaveOccurred())
+	// The plugin's socket directory, which a driver's DaemonSet mounts from the host (DirectoryOrCreate).
+	Expect(os.MkdirAll(filepath.Join(agentRoot(), "plugins", draDriver), 0o750)).To(Succeed())
 	cmd := exec.Command(bin, "--kubeconfig", os.Getenv("KUBECONFIG"), "-v=3", "kubelet-plugin", "--node-name", nodeName,
 		"--plugin-registration-path", filepath.Join(agentRoot(), "plugins_registry"),
 		"--datadir", filepath.Join(agentRoot(), "plugins"), "--cdi-dir", cdiSpecDir)
