@@ -93,10 +93,11 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func key(namespace, name string) string { return namespace + "/" + name }
 
-// podClaim is one claim a pod uses: its name in the pod's spec, and the ResourceClaim's name.
+// podClaim is one claim a pod uses: the ResourceClaim's name, and whether it was generated for the pod
+// (then it must be owned by the pod).
 type podClaim struct {
-	specName  string
-	claimName string
+	claimName      string
+	mustCheckOwner bool
 }
 
 // podClaims are the ResourceClaims the pod uses: those of spec.resourceClaims (the generated claims by the
@@ -106,12 +107,12 @@ func podClaims(pod *corev1.Pod) ([]podClaim, error) {
 	var out []podClaim
 	for i := range pod.Spec.ResourceClaims {
 		pc := &pod.Spec.ResourceClaims[i]
-		name, _, err := resourceclaim.Name(pod, pc)
+		name, mustCheckOwner, err := resourceclaim.Name(pod, pc)
 		if err != nil {
 			return nil, err
 		}
 		if name != nil {
-			out = append(out, podClaim{specName: pc.Name, claimName: *name})
+			out = append(out, podClaim{claimName: *name, mustCheckOwner: mustCheckOwner})
 		}
 	}
 	if ext := pod.Status.ExtendedResourceClaimStatus; ext != nil {
@@ -144,116 +145,28 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
 	if m.reader == nil {
 		return errors.New("no API server to read ResourceClaims from")
 	}
-	type fetched struct {
-		claim   *resourceapi.ResourceClaim
-		info    *claimInfo
-		plugins map[string]*plugin
-	}
-	all := make([]fetched, 0, len(refs))
+	all := make([]fetchedClaim, 0, len(refs))
 	for _, ref := range refs {
-		claim := &resourceapi.ResourceClaim{}
-		if err := m.reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.claimName}, claim); err != nil {
-			return fmt.Errorf("fetch ResourceClaim %s: %w", ref.claimName, err)
-		}
-		if ref.specName != "" && pod.Spec.ResourceClaims[slices.IndexFunc(pod.Spec.ResourceClaims, func(c corev1.PodResourceClaim) bool {
-			return c.Name == ref.specName
-		})].ResourceClaimName == nil {
-			if err := resourceclaim.IsForPod(pod, claim, false); err != nil {
-				return err
-			}
-		}
-		if !resourceclaim.IsReservedForPod(pod, claim, false) {
-			return fmt.Errorf("pod %s (%s) is not allowed to use ResourceClaim %s (%s)", pod.Name, pod.UID, claim.Name, claim.UID)
-		}
-		info, err := newClaimInfo(claim)
+		f, err := m.fetch(ctx, pod, ref)
 		if err != nil {
-			return fmt.Errorf("ResourceClaim %s: %w", claim.Name, err)
-		}
-		f := fetched{claim: claim, info: info, plugins: map[string]*plugin{}}
-		for driver, ds := range info.DriverState {
-			if ds.skips(resourceapi.SkipNodeOperationNodePrepareResources) {
-				continue
-			}
-			p, err := m.plugins.get(driver)
-			if err != nil {
-				return err
-			}
-			f.plugins[driver] = p
+			return err
 		}
 		all = append(all, f)
 	}
-
-	batches := map[*plugin][]*drapb.Claim{}
-	pending := map[types.UID]*resourceapi.ResourceClaim{}
-	err = m.locked(func() error {
-		for _, f := range all {
-			info, ok := m.claims[key(f.claim.Namespace, f.claim.Name)]
-			switch {
-			case !ok:
-				info = f.info
-				m.claims[key(f.claim.Namespace, f.claim.Name)] = info
-			case info.ClaimUID != f.claim.UID:
-				return fmt.Errorf("old ResourceClaim with same name %s and different UID %s still exists (previous pod force-deleted?!)",
-					f.claim.Name, info.ClaimUID)
-			case info.unpreparing:
-				return fmt.Errorf("ResourceClaim %s is being unprepared", f.claim.Name)
-			}
-			info.PodUIDs.Insert(string(pod.UID))
-			if err := m.checkpoint(); err != nil {
-				return fmt.Errorf("checkpoint ResourceClaim cache: %w", err)
-			}
-			if info.prepared {
-				continue
-			}
-			pending[info.ClaimUID] = f.claim
-			req := &drapb.Claim{Namespace: info.Namespace, Uid: string(info.ClaimUID), Name: info.ClaimName}
-			for driver, ds := range info.DriverState {
-				if !ds.skips(resourceapi.SkipNodeOperationNodePrepareResources) {
-					batches[f.plugins[driver]] = append(batches[f.plugins[driver]], req)
-				}
-			}
-		}
-		return nil
-	})
+	batches, pending, err := m.recordPod(pod.UID, all)
 	if err != nil {
 		return err
 	}
-
 	for p, claims := range batches {
-		resp, err := p.prepare(ctx, &drapb.NodePrepareResourcesRequest{Claims: claims})
-		if err != nil {
-			return fmt.Errorf("NodePrepareResources: %w", err)
-		}
-		for uid, result := range resp.Claims {
-			req := findClaim(claims, uid)
-			if req == nil {
-				return fmt.Errorf("NodePrepareResources returned result for unknown claim UID %s", uid)
-			}
-			if result.GetError() != "" {
-				return fmt.Errorf("NodePrepareResources failed for ResourceClaim %s: %s", req.Name, result.Error)
-			}
-			err := m.locked(func() error {
-				info, ok := m.claims[key(req.Namespace, req.Name)]
-				if !ok {
-					return fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", req.Name, req.Namespace)
-				}
-				info.setDevices(p.driver, result.GetDevices())
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		if unfinished := len(claims) - len(resp.Claims); unfinished != 0 {
-			return fmt.Errorf("NodePrepareResources skipped %d ResourceClaims", unfinished)
+		if err := m.prepareWith(ctx, p, claims); err != nil {
+			return err
 		}
 	}
-
 	err = m.locked(func() error {
-		for _, claim := range pending {
-			info, ok := m.claims[key(claim.Namespace, claim.Name)]
+		for _, k := range pending {
+			info, ok := m.claims[k]
 			if !ok {
-				return fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", claim.Name, claim.Namespace)
+				return fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s", k)
 			}
 			info.prepared = true
 		}
@@ -266,6 +179,116 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
 		logr.FromContextOrDiscard(ctx).V(1).Info("Prepared dynamic resources", "claims", len(pending))
 	}
 	return err
+}
+
+// fetchedClaim is a claim of a pod as read from the API server, what the node would keep of it, and the
+// plugins of its drivers that prepare it.
+type fetchedClaim struct {
+	claim   *resourceapi.ResourceClaim
+	info    *claimInfo
+	plugins map[string]*plugin
+}
+
+// fetch reads the pod's claim and checks that the pod may use it: made for the pod (a generated claim),
+// allocated, reserved for it, and each driver that prepares it registered.
+func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, ref podClaim) (fetchedClaim, error) {
+	claim := &resourceapi.ResourceClaim{}
+	if err := m.reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.claimName}, claim); err != nil {
+		return fetchedClaim{}, fmt.Errorf("fetch ResourceClaim %s: %w", ref.claimName, err)
+	}
+	if ref.mustCheckOwner {
+		if err := resourceclaim.IsForPod(pod, claim, false); err != nil {
+			return fetchedClaim{}, err
+		}
+	}
+	if !resourceclaim.IsReservedForPod(pod, claim, false) {
+		return fetchedClaim{}, fmt.Errorf("pod %s (%s) is not allowed to use ResourceClaim %s (%s)", pod.Name, pod.UID, claim.Name, claim.UID)
+	}
+	info, err := newClaimInfo(claim)
+	if err != nil {
+		return fetchedClaim{}, fmt.Errorf("ResourceClaim %s: %w", claim.Name, err)
+	}
+	f := fetchedClaim{claim: claim, info: info, plugins: map[string]*plugin{}}
+	for driver, ds := range info.DriverState {
+		if ds.skips(resourceapi.SkipNodeOperationNodePrepareResources) {
+			continue
+		}
+		p, err := m.plugins.get(driver)
+		if err != nil {
+			return fetchedClaim{}, err
+		}
+		f.plugins[driver] = p
+	}
+	return f, nil
+}
+
+// recordPod records the pod as a user of each claim (checkpointed before any driver is called) and returns
+// the claims still to prepare, by plugin, and their keys.
+func (m *Manager) recordPod(uid types.UID, all []fetchedClaim) (map[*plugin][]*drapb.Claim, []string, error) {
+	batches := map[*plugin][]*drapb.Claim{}
+	var pending []string
+	err := m.locked(func() error {
+		for _, f := range all {
+			k := key(f.claim.Namespace, f.claim.Name)
+			info, ok := m.claims[k]
+			switch {
+			case !ok:
+				info = f.info
+				m.claims[k] = info
+			case info.ClaimUID != f.claim.UID:
+				return fmt.Errorf("old ResourceClaim with same name %s and different UID %s still exists (previous pod force-deleted?!)",
+					f.claim.Name, info.ClaimUID)
+			case info.unpreparing:
+				return fmt.Errorf("ResourceClaim %s is being unprepared", f.claim.Name)
+			}
+			info.PodUIDs.Insert(string(uid))
+			if err := m.checkpoint(); err != nil {
+				return fmt.Errorf("checkpoint ResourceClaim cache: %w", err)
+			}
+			if info.prepared {
+				continue
+			}
+			pending = append(pending, k)
+			req := &drapb.Claim{Namespace: info.Namespace, Uid: string(info.ClaimUID), Name: info.ClaimName}
+			for _, p := range f.plugins {
+				batches[p] = append(batches[p], req)
+			}
+		}
+		return nil
+	})
+	return batches, pending, err
+}
+
+// prepareWith asks the plugin to prepare the claims and records the devices it prepared for each.
+func (m *Manager) prepareWith(ctx context.Context, p *plugin, claims []*drapb.Claim) error {
+	resp, err := p.prepare(ctx, &drapb.NodePrepareResourcesRequest{Claims: claims})
+	if err != nil {
+		return fmt.Errorf("NodePrepareResources: %w", err)
+	}
+	for uid, result := range resp.Claims {
+		req := findClaim(claims, uid)
+		if req == nil {
+			return fmt.Errorf("NodePrepareResources returned result for unknown claim UID %s", uid)
+		}
+		if result.GetError() != "" {
+			return fmt.Errorf("NodePrepareResources failed for ResourceClaim %s: %s", req.Name, result.Error)
+		}
+		err := m.locked(func() error {
+			info, ok := m.claims[key(req.Namespace, req.Name)]
+			if !ok {
+				return fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", req.Name, req.Namespace)
+			}
+			info.setDevices(p.driver, result.GetDevices())
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if unfinished := len(claims) - len(resp.Claims); unfinished != 0 {
+		return fmt.Errorf("NodePrepareResources skipped %d ResourceClaims", unfinished)
+	}
+	return nil
 }
 
 // newClaimInfo is what the node keeps of an allocated claim: its drivers (from the allocation's results)
@@ -358,48 +381,9 @@ func findClaim(claims []*drapb.Claim, uid string) *drapb.Claim {
 // request, or all of the claim's), and of the claim backing its DRA extended resources, as the container's
 // CRI config takes them. The claims must have been prepared.
 func (m *Manager) CDIDevices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.CDIDevice, error) {
-	requests := map[string][]string{} // claim name → requests
-	var order []string
-	add := func(claim string, reqs ...string) {
-		if _, ok := requests[claim]; !ok {
-			order = append(order, claim)
-		}
-		requests[claim] = append(requests[claim], reqs...)
-	}
-	for i := range pod.Spec.ResourceClaims {
-		pc := &pod.Spec.ResourceClaims[i]
-		var reqs []string
-		named := false
-		for _, cc := range c.Resources.Claims {
-			if cc.Name == pc.Name {
-				named = true
-				reqs = append(reqs, cc.Request)
-			}
-		}
-		if !named {
-			continue
-		}
-		name, _, err := resourceclaim.Name(pod, pc)
-		if err != nil {
-			return nil, err
-		}
-		if name != nil {
-			add(*name, reqs...)
-		}
-	}
-	if ext := pod.Status.ExtendedResourceClaimStatus; ext != nil {
-		for _, rm := range ext.RequestMappings {
-			if rm.ContainerName != c.Name {
-				continue
-			}
-			if q, ok := c.Resources.Requests[corev1.ResourceName(rm.ResourceName)]; ok && !q.IsZero() &&
-				podrules.BackedByDRA(pod, c.Name, corev1.ResourceName(rm.ResourceName)) {
-				add(ext.ResourceClaimName, rm.RequestName)
-			}
-		}
-	}
-	if len(order) == 0 {
-		return nil, nil
+	order, requests, err := containerClaims(pod, c)
+	if err != nil || len(order) == 0 {
+		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -416,6 +400,46 @@ func (m *Manager) CDIDevices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeap
 		}
 	}
 	return out, nil
+}
+
+// containerClaims are the claims the container uses, in the pod's order, with the requests it names of
+// each ("": all of the claim's).
+func containerClaims(pod *corev1.Pod, c *corev1.Container) (order []string, requests map[string][]string, _ error) {
+	requests = map[string][]string{}
+	add := func(claim string, reqs ...string) {
+		if _, ok := requests[claim]; !ok {
+			order = append(order, claim)
+		}
+		requests[claim] = append(requests[claim], reqs...)
+	}
+	for i := range pod.Spec.ResourceClaims {
+		pc := &pod.Spec.ResourceClaims[i]
+		var reqs []string
+		for _, cc := range c.Resources.Claims {
+			if cc.Name == pc.Name {
+				reqs = append(reqs, cc.Request)
+			}
+		}
+		if len(reqs) == 0 {
+			continue
+		}
+		name, _, err := resourceclaim.Name(pod, pc)
+		if err != nil {
+			return nil, nil, err
+		}
+		if name != nil {
+			add(*name, reqs...)
+		}
+	}
+	if ext := pod.Status.ExtendedResourceClaimStatus; ext != nil {
+		for _, rm := range ext.RequestMappings {
+			name := corev1.ResourceName(rm.ResourceName)
+			if q, ok := c.Resources.Requests[name]; rm.ContainerName == c.Name && ok && !q.IsZero() && podrules.BackedByDRA(pod, c.Name, name) {
+				add(ext.ResourceClaimName, rm.RequestName)
+			}
+		}
+	}
+	return order, requests, nil
 }
 
 // UnprepareResources releases the pod's claims once none of its containers runs, as the kubelet does
@@ -441,11 +465,39 @@ func (m *Manager) UnprepareResources(ctx context.Context, uid types.UID) error {
 }
 
 func (m *Manager) unprepare(ctx context.Context, uid types.UID, names []types.NamespacedName) error {
+	batches, release, err := m.releasePod(uid, names)
+	if err != nil {
+		return err
+	}
+	for driver, claims := range batches {
+		if err := m.unprepareWith(ctx, driver, claims); err != nil {
+			return err
+		}
+	}
+	if len(release) == 0 {
+		return nil
+	}
+	err = m.locked(func() error {
+		for _, k := range release {
+			delete(m.claims, k)
+		}
+		return m.checkpoint()
+	})
+	if err == nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Unprepared dynamic resources", "claims", len(release))
+	}
+	return err
+}
+
+// releasePod takes the pod off the claims it shares with other pods, and returns those it alone used —
+// to unprepare, by driver, and their keys, to forget once unprepared.
+func (m *Manager) releasePod(uid types.UID, names []types.NamespacedName) (map[string][]*drapb.Claim, []string, error) {
 	batches := map[string][]*drapb.Claim{}
-	release := map[string]bool{} // keys of claims to forget once unprepared
+	var release []string
 	err := m.locked(func() error {
 		for _, n := range names {
-			info, ok := m.claims[key(n.Namespace, n.Name)]
+			k := key(n.Namespace, n.Name)
+			info, ok := m.claims[k]
 			if !ok || !info.PodUIDs.Has(string(uid)) {
 				continue
 			}
@@ -453,7 +505,7 @@ func (m *Manager) unprepare(ctx context.Context, uid types.UID, names []types.Na
 				info.PodUIDs.Delete(string(uid))
 				continue
 			}
-			release[key(n.Namespace, n.Name)] = true
+			release = append(release, k)
 			info.unpreparing = true
 			req := &drapb.Claim{Namespace: info.Namespace, Uid: string(info.ClaimUID), Name: info.ClaimName}
 			for driver, ds := range info.DriverState {
@@ -464,44 +516,32 @@ func (m *Manager) unprepare(ctx context.Context, uid types.UID, names []types.Na
 		}
 		return m.checkpoint()
 	})
+	return batches, release, err
+}
+
+// unprepareWith asks the driver's plugin to unprepare the claims.
+func (m *Manager) unprepareWith(ctx context.Context, driver string, claims []*drapb.Claim) error {
+	p, err := m.plugins.get(driver)
 	if err != nil {
 		return err
 	}
-	for driver, claims := range batches {
-		p, err := m.plugins.get(driver)
-		if err != nil {
-			return err
+	resp, err := p.unprepare(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: claims})
+	if err != nil {
+		return fmt.Errorf("NodeUnprepareResources: %w", err)
+	}
+	for uid, result := range resp.Claims {
+		req := findClaim(claims, uid)
+		if req == nil {
+			return fmt.Errorf("NodeUnprepareResources returned result for unknown claim UID %s", uid)
 		}
-		resp, err := p.unprepare(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: claims})
-		if err != nil {
-			return fmt.Errorf("NodeUnprepareResources: %w", err)
-		}
-		for uid, result := range resp.Claims {
-			req := findClaim(claims, uid)
-			if req == nil {
-				return fmt.Errorf("NodeUnprepareResources returned result for unknown claim UID %s", uid)
-			}
-			if result.GetError() != "" {
-				return fmt.Errorf("NodeUnprepareResources failed for ResourceClaim %s: %s", req.Name, result.Error)
-			}
-		}
-		if unfinished := len(claims) - len(resp.Claims); unfinished != 0 {
-			return fmt.Errorf("NodeUnprepareResources skipped %d ResourceClaims", unfinished)
+		if result.GetError() != "" {
+			return fmt.Errorf("NodeUnprepareResources failed for ResourceClaim %s: %s", req.Name, result.Error)
 		}
 	}
-	if len(release) == 0 {
-		return nil
+	if unfinished := len(claims) - len(resp.Claims); unfinished != 0 {
+		return fmt.Errorf("NodeUnprepareResources skipped %d ResourceClaims", unfinished)
 	}
-	err = m.locked(func() error {
-		for k := range release {
-			delete(m.claims, k)
-		}
-		return m.checkpoint()
-	})
-	if err == nil {
-		logr.FromContextOrDiscard(ctx).V(1).Info("Unprepared dynamic resources", "claims", len(release))
-	}
-	return err
+	return nil
 }
 
 // MightNeedToUnprepare says whether claims are still recorded for the pod: its deletion from the API

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
@@ -364,18 +363,6 @@ func TestV1beta1Plugin(t *testing.T) {
 	}
 	if prepared, unprepared := p.calls(); len(prepared) != 1 || len(unprepared) != 1 {
 		t.Fatalf("calls: prepared %v, unprepared %v", prepared, unprepared)
-	}
-}
-
-// waitFor polls cond (a plugin connection's state changes in the background).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -77,7 +77,7 @@ func execInContainer(p *corev1.Pod, container string, cmd ...string) string {
 	var out string
 	Eventually(func(g Gomega) {
 		cs, err := cri.ListContainers(context.Background(), &runtimeapi.ContainerFilter{
-			State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 			LabelSelector: map[string]string{noderuntime.LabelPodUID: string(p.UID), noderuntime.LabelContainerName: container}})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cs).To(HaveLen(1))
