@@ -164,6 +164,7 @@ component_cmd() {
       --initial-cluster bed=http://127.0.0.1:2380 --unsafe-no-fsync --log-level warn) ;;
     apiserver) CMD=("$KUBE_BIN_DIR/kube-apiserver" --etcd-servers http://127.0.0.1:2379 --secure-port 6443
       --advertise-address 127.0.0.1 --endpoint-reconciler-type none --allow-privileged=true --enable-bootstrap-token-auth
+      --runtime-config=resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true
       --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
       --service-cluster-ip-range 10.96.0.0/16 --service-account-issuer https://kubernetes.default.svc.cluster.local
       --service-account-key-file "$PKI_DIR/sa.pub" --service-account-signing-key-file "$PKI_DIR/sa.key"

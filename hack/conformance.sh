@@ -204,7 +204,8 @@ main() {
   "$E2E_BIN_DIR/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --timeout="$SPEC_TIMEOUT" --no-color \
     --output-dir="$out" --json-report=report.json --junit-report=junit.xml --silence-skips \
     "$E2E_BIN_DIR/e2e.test" -- --kubeconfig="$BED_DIR/pki/admin.kubeconfig" --provider=skeleton \
-    --kubectl-path="$KUBE_BIN_DIR/kubectl" --report-dir="$out" > "$out/ginkgo.log" 2>&1 || rc=$?
+    --kubectl-path="$KUBE_BIN_DIR/kubectl" --report-dir="$out" ${AGENT_ROOT:+--kubelet-root-dir="$AGENT_ROOT"} \
+    > "$out/ginkgo.log" 2>&1 || rc=$?
   log "ginkgo exited $rc after $(((SECONDS - t0) / 60)) min (log: $out/ginkgo.log)"
   [ -s "$out/report.json" ] || { tail -n 50 "$out/ginkgo.log" >&2; die "no report written"; }
   "$E2E_BIN_DIR/conformance-report" -groups "$out/groups.txt" "$out/report.json" >/dev/null || true
