@@ -69,7 +69,12 @@ func (host) deviceManager(a *Agent, deps *podlifecycle.Deps) error {
 // dynamicResources is the DRA manager: the pods' ResourceClaims prepared by their drivers' plugins (which
 // register in <root>/plugins_registry), recorded in <root>/dra_manager_state, the kubelet's file.
 func (host) dynamicResources(a *Agent, deps *podlifecycle.Deps) (*dra.Manager, error) {
-	opts := dra.Options{RootDir: a.cfg.RootDir, NodeName: a.cfg.NodeName, Clock: a.clock()}
+	opts := dra.Options{RootDir: a.cfg.RootDir, NodeName: a.cfg.NodeName, Clock: a.clock(), Log: a.log.WithName("dra"),
+		OnHealthChange: func(uids []types.UID) {
+			if f := a.podsTrigger.Load(); f != nil {
+				(*f)(uids)
+			}
+		}}
 	a.api.claimObjects(a, &opts)
 	m, err := dra.NewManager(opts)
 	if err != nil {

@@ -38,14 +38,21 @@ type Options struct {
 	Clock clock.WithTicker
 	// WipingDelay is how long a driver's slices stay after its last plugin went (0: 30 s).
 	WipingDelay time.Duration
+	// OnHealthChange is told of the pods whose devices' health changed (their status says it).
+	OnHealthChange func(uids []types.UID)
+	// Log logs what happens outside a caller's context (the health file at start).
+	Log logr.Logger
 }
 
 // Manager prepares the pods' ResourceClaims with their drivers' plugins and gives containers the devices
 // prepared, as the kubelet's DRA manager.
 type Manager struct {
-	reader  client.Reader
-	plugins *Plugins
-	path    string
+	reader         client.Reader
+	plugins        *Plugins
+	path           string
+	clock          clock.WithTicker
+	health         *healthCache
+	onHealthChange func([]types.UID)
 
 	// mu guards claims and the checkpoint, which is written with every change of claims.
 	mu     sync.Mutex
@@ -70,7 +77,9 @@ func NewManager(opts Options) (*Manager, error) {
 		clk = clock.RealClock{}
 	}
 	m := &Manager{reader: opts.Reader, path: filepath.Join(opts.RootDir, StateFile), claims: map[string]*claimInfo{},
-		plugins: newPlugins(opts.Writer, opts.NodeName, clk, opts.WipingDelay)}
+		plugins: newPlugins(opts.Writer, opts.NodeName, clk, opts.WipingDelay), clock: clk,
+		health: newHealthCache(filepath.Join(opts.RootDir, HealthStateFile), clk, opts.Log), onHealthChange: opts.OnHealthChange}
+	m.plugins.watchHealth = m.watchHealth
 	states, err := readState(m.path)
 	if err != nil {
 		return nil, fmt.Errorf("%w (drain the node and remove the file)", err)

@@ -48,6 +48,9 @@ type Plugins struct {
 	closed bool
 	// onSync, when set, is told of each sync of a driver: whether a plugin of it is connected (tests).
 	onSync func(driver string, usable bool)
+	// watchHealth, when set, reads the health stream of a plugin that offers a health service until its
+	// context ends (the plugin de-registered).
+	watchHealth func(ctx context.Context, p *plugin, service string)
 }
 
 // pendingWipe is a driver's ResourceSlices to be deleted: cancel stops the wait, or the deletion going on.
@@ -64,6 +67,8 @@ type plugin struct {
 
 	// connected is whether its connection is up (Plugins.mu).
 	connected bool
+	// stopHealth ends the reading of its health stream (nil: none).
+	stopHealth context.CancelFunc
 }
 
 // newPlugins makes the plugin store; writer nil: no ResourceSlices are deleted.
@@ -99,6 +104,7 @@ func (ps *Plugins) stop() {
 	}
 	for _, plugins := range ps.store {
 		for _, p := range plugins {
+			p.endHealth()
 			conns = append(conns, p.conn)
 		}
 	}
@@ -143,6 +149,11 @@ func (ps *Plugins) RegisterPlugin(ctx context.Context, driver, endpoint string, 
 	}
 	p.conn = conn
 	conn.Connect()
+	if hs := chooseHealthService(versions); hs != "" && ps.watchHealth != nil {
+		hctx, cancel := context.WithCancel(ps.ctx)
+		p.stopHealth = cancel
+		go ps.watchHealth(hctx, p, hs)
+	}
 	ps.store[driver] = append(ps.store[driver], p)
 	logr.FromContextOrDiscard(ctx).Info("Registered DRA plugin", "driverName", driver, "endpoint", endpoint,
 		"chosenService", service, "numPlugins", len(ps.store[driver]))
@@ -165,12 +176,20 @@ func (ps *Plugins) DeRegisterPlugin(ctx context.Context, driver, endpoint string
 	} else {
 		ps.store[driver] = slices.Delete(plugins, i, i+1)
 	}
+	p.endHealth()
 	logr.FromContextOrDiscard(ctx).Info("Unregistered DRA plugin", "driverName", driver, "endpoint", endpoint,
 		"numPlugins", len(ps.store[driver]))
 	ps.sync(driver)
 	ps.mu.Unlock()
 	// Closed without the lock: a connection's end is reported to HandleConn, which takes it.
 	_ = p.conn.Close()
+}
+
+// endHealth stops reading the plugin's health stream.
+func (p *plugin) endHealth() {
+	if p.stopHealth != nil {
+		p.stopHealth()
+	}
 }
 
 // chooseService is the first service the plugin offers that this agent speaks.

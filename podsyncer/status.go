@@ -22,7 +22,8 @@ func (s *Syncer) PodStatus(ctx context.Context, sc *Scope, api *corev1.PodStatus
 		RuntimeName: s.runtimeName(ctx), Now: s.clock.Now(), Ready: s.probes.Ready, Started: s.probes.Started,
 		ResizeConditions: sc.ResizeConditions,
 		DeviceHealth: func(container string) []corev1.ResourceStatus {
-			return s.config.devices.AllocatedResourcesStatus(pod.UID, container)
+			return append(s.config.devices.AllocatedResourcesStatus(pod.UID, container),
+				s.config.dra.AllocatedResourcesStatus(pod, container)...)
 		},
 		Actuated: func(container string) (corev1.ResourceRequirements, bool) {
 			return s.resize.actuation.Actuated(pod.UID, container)

@@ -322,6 +322,8 @@ type DynamicResources interface {
 	PrepareResources(ctx context.Context, pod *corev1.Pod) error
 	CDIDevices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.CDIDevice, error)
 	UnprepareResources(ctx context.Context, uid types.UID) error
+	// AllocatedResourcesStatus is the health of the devices of a container's claims.
+	AllocatedResourcesStatus(pod *corev1.Pod, container string) []corev1.ResourceStatus
 }
 
 // UserNamespaces is what the syncer asks of the user namespace manager (userns.Manager): the user
@@ -436,6 +438,9 @@ func (noDynamicResources) CDIDevices(*corev1.Pod, *corev1.Container) ([]*runtime
 	return nil, nil
 }
 func (noDynamicResources) UnprepareResources(context.Context, types.UID) error { return nil }
+func (noDynamicResources) AllocatedResourcesStatus(*corev1.Pod, string) []corev1.ResourceStatus {
+	return nil
+}
 
 // noUserNamespaces is a node without user namespaces: pods run in the node's, and a pod that sets
 // hostUsers: false is refused when its sandbox is configured.
