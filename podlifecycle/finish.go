@@ -46,7 +46,12 @@ func (r *Reconciler) terminateOrphan(ctx context.Context, w *podWorker) (bool, r
 	}
 	w.setState(terminating)
 	sc := &podsyncer.Scope{Pod: w.pod, State: w.PodState, Runtime: st}
-	if !r.syncer.SyncTerminatingPod(ctx, sc).Stopped {
+	res := r.syncer.SyncTerminatingPod(ctx, sc)
+	if res.Err != nil {
+		log.Error(res.Err, "Failed to stop an orphaned pod")
+		return false, result{After: time.Second}
+	}
+	if !res.Stopped {
 		return false, result{}
 	}
 	w.setState(terminated)

@@ -239,7 +239,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if desired == nil {
 		return ctrlResult(res), nil
 	}
-	if blocked {
+	// A static pod waits for the previous one of its name to terminate (they would share its host ports and
+	// files); an API pod starts at once beside it, as with the kubelet — a shared ResourceClaim still
+	// prepared for the old UID then fails the new pod's preparation with the kubelet's event until released.
+	if blocked && podrules.IsStaticPod(desired) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the previous pod with this name to terminate", "podUID", desired.UID)
 		return ctrlResult(res), nil
 	}
