@@ -299,3 +299,27 @@ func TestEphemeralContainerIsNeverRestarted(t *testing.T) {
 		t.Errorf("the pod's container %s was replaced by %s", app, id)
 	}
 }
+
+// A pod force-deleted from the API and created again under its name (a new UID) starts at once, beside the
+// old one still stopping, as with the kubelet: only a static pod waits for its predecessor.
+func TestPodRecreatedUnderItsNameStartsBesideTheOldOne(t *testing.T) {
+	b := newLifecycleBed(t)
+	b.rt.ScriptContainer("stubborn", fake.Behaviour{IgnoreSIGTERM: true})
+	b.create(bedPod("web", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Name = "stubborn"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(300))
+	}))
+	b.sync("web")
+	old := b.mustRun("web", "stubborn")
+
+	// Force-deleted (gone from the API at once), then created again with a new UID.
+	b.create(bedPod("web", func(p *corev1.Pod) {
+		p.UID = "web-uid-2"
+		p.Spec.Containers[0].Name = "app"
+	}))
+	b.sync("web")
+	b.mustRun("web", "app")
+	if b.running("web", "stubborn") != old {
+		t.Fatal("the old pod's container no longer runs: its stop did not take its grace period")
+	}
+}
