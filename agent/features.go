@@ -4,14 +4,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
 )
 
 // implementedFeatures are the node-declared features (k8s.io/component-helpers' registry) whose behaviour
-// the agent has: it resizes running non-sidecar init containers in place. Pod-level resource resize and
-// the others are not declared, so the API server refuses the pods and updates that need them instead of
-// the node getting them wrong.
+// the agent has: it resizes running non-sidecar init containers and pod-level resources in place, and
+// restarts every container of a pod whose restart rule says RestartAllContainers. The others (alpha in the
+// kubelet) are not declared, so the scheduler and the API server keep the pods and updates that need them
+// away from the node instead of the node getting them wrong.
 var implementedFeatures = map[string]bool{
-	inplacepodresize.IPPRInitContainersFeatureGate: true,
+	inplacepodresize.IPPRInitContainersFeatureGate:            true,
+	inplacepodresize.IPPRPodLevelResourcesFeatureGate:         true,
+	restartallcontainers.RestartAllContainersOnContainerExits: true,
 }
 
 type implemented struct{}

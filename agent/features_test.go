@@ -5,14 +5,20 @@ import (
 	"testing"
 )
 
-// The node declares the in-place resize of non-sidecar init containers, which it does, and not pod-level
-// resize, which it does not.
+// The node declares the features whose behaviour it has (the kubelet v1.37.1's beta and GA ones) and none of
+// the alpha ones.
 func TestDeclaredFeatures(t *testing.T) {
 	got := declaredFeatures("v1.37.1")
-	if !slices.Contains(got, "InPlacePodVerticalScalingInitContainers") {
-		t.Errorf("declared %v, want InPlacePodVerticalScalingInitContainers", got)
+	for _, want := range []string{
+		"InPlacePodVerticalScalingInitContainers", "InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("declared %v, want %s", got, want)
+		}
 	}
-	if slices.Contains(got, "InPlacePodLevelResourcesVerticalScaling") {
-		t.Errorf("declared %v: pod-level resize is not implemented", got)
+	for _, alpha := range []string{"InPlacePodVerticalScalingMemoryBackedVolumes", "DRAOptionalNodeOperations", "VolumeBindMountOptions"} {
+		if slices.Contains(got, alpha) {
+			t.Errorf("declared %v: %s is not implemented", got, alpha)
+		}
 	}
 }

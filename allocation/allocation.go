@@ -163,6 +163,40 @@ func (m *Manager) SetActuated(pod *corev1.Pod, c *corev1.Container) error {
 	return m.actuated.save()
 }
 
+// ActuatedPodLevel is the pod-level resources last applied to the pod's cgroup; ok is false when none were
+// recorded (a pod without pod-level resources, or no record yet).
+func (m *Manager) ActuatedPodLevel(uid types.UID) (*corev1.ResourceRequirements, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.actuated.entries[uid]
+	if !ok || e.PodLevelResources == nil {
+		return nil, false
+	}
+	return e.PodLevelResources.DeepCopy(), true
+}
+
+// SetActuatedPodLevel records the (allocated) pod's pod-level resources as applied to its cgroup: when the
+// pod cgroup is made, and after a pod-level resize reached it. A pod without pod-level resources keeps no
+// record.
+func (m *Manager) SetActuatedPodLevel(pod *corev1.Pod) error {
+	if pod.Spec.Resources == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := PodResources{ContainerResources: map[string]corev1.ResourceRequirements{}}
+	if old, ok := m.actuated.entries[pod.UID]; ok {
+		for name, r := range old.ContainerResources {
+			e.ContainerResources[name] = r
+		}
+	}
+	e.PodLevelResources = pod.Spec.Resources.DeepCopy()
+	if !m.actuated.set(pod.UID, e) {
+		return nil
+	}
+	return m.actuated.save()
+}
+
 // EffectiveResources are the container's resources with the pod-level limits standing in for the cpu and
 // memory limits it does not set (what its cgroup is given).
 func EffectiveResources(pod *corev1.Pod, c *corev1.Container) corev1.ResourceRequirements {

@@ -72,6 +72,9 @@ type Input struct {
 	// Actuated is the resources last applied to a container of the pod (nil, or ok false: not known): what
 	// the runtime does not report of them (the memory request) is taken from it.
 	Actuated func(container string) (corev1.ResourceRequirements, bool)
+	// ActuatedPodLevel is the pod-level resources last applied to the pod's cgroup (nil, or ok false: not
+	// known): a running pod's status.resources are its cgroup's.
+	ActuatedPodLevel func() (*corev1.ResourceRequirements, bool)
 	// Terminating is true once the agent is stopping the pod (deletion, eviction, terminal phase). The
 	// kubelet's status does not depend on it; it is here for the caller's bookkeeping.
 	Terminating bool

@@ -33,7 +33,7 @@ func (b *builder) podSpecResources() *corev1.ResourceRequirements {
 }
 
 // runningPodResources is the kubelet's convertToAPIPodLevelResourcesStatus with the pod cgroup's values
-// derived from the spec (ResourceConfigForPod) instead of read back.
+// derived (ResourceConfigForPod) from the resources last applied to it instead of read back.
 func (b *builder) runningPodResources() *corev1.ResourceRequirements {
 	res := b.podSpecResources()
 	if res.Requests == nil {
@@ -42,7 +42,7 @@ func (b *builder) runningPodResources() *corev1.ResourceRequirements {
 	if res.Limits == nil {
 		res.Limits = corev1.ResourceList{}
 	}
-	cg := podCgroup(b.pod)
+	cg := podCgroup(b.actuatedPod())
 	if cpu := podrules.SharesToMilliCPU(cg.cpuShares); cpu > podrules.MinShares || res.Requests.Cpu().MilliValue() > podrules.MinShares {
 		res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(cpu, resource.DecimalSI)
 	}
@@ -75,6 +75,43 @@ func (b *builder) setRunningLimit(limits corev1.ResourceList, name corev1.Resour
 	if *v > floor || cur.MilliValue() > floor {
 		limits[name] = *resource.NewMilliQuantity(*v, f)
 	}
+}
+
+// actuatedPod is the pod with the resources last applied to its cgroup and containers where they are
+// recorded: what its cgroup is configured with while a resize is being applied.
+func (b *builder) actuatedPod() *corev1.Pod {
+	var out *corev1.Pod
+	if b.in.ActuatedPodLevel != nil && b.pod.Spec.Resources != nil {
+		if r, ok := b.in.ActuatedPodLevel(); ok {
+			out = b.pod.DeepCopy()
+			out.Spec.Resources = r
+		}
+	}
+	if b.in.Actuated == nil {
+		if out == nil {
+			return b.pod
+		}
+		return out
+	}
+	for _, cs := range []func(*corev1.Pod) []corev1.Container{
+		func(p *corev1.Pod) []corev1.Container { return p.Spec.InitContainers },
+		func(p *corev1.Pod) []corev1.Container { return p.Spec.Containers },
+	} {
+		for i, c := range cs(b.pod) {
+			r, ok := b.in.Actuated(c.Name)
+			if !ok {
+				continue
+			}
+			if out == nil {
+				out = b.pod.DeepCopy()
+			}
+			cs(out)[i].Resources = r
+		}
+	}
+	if out == nil {
+		return b.pod
+	}
+	return out
 }
 
 // cgroupConfig is what the kubelet writes to a pod's cgroup.

@@ -23,6 +23,8 @@ import (
 type Actuation interface {
 	Actuated(uid types.UID, container string) (corev1.ResourceRequirements, bool)
 	SetActuated(pod *corev1.Pod, c *corev1.Container) error
+	ActuatedPodLevel(uid types.UID) (*corev1.ResourceRequirements, bool)
+	SetActuatedPodLevel(pod *corev1.Pod) error
 }
 
 // ResizeReport is where a pod's in-place resize stands after a sync.
@@ -44,40 +46,70 @@ type resizer struct {
 	keep      func(uid types.UID, st *runtime.PodStatus, gen uint64)
 }
 
-// resizePhase applies an in-place resize to the running containers of the pod's ready sandbox, the pod
-// cgroup raised first, and reads them back into sc.Runtime (the runtime reports the resources they now run
-// with); the pod cgroup is lowered to the pod's values once no container is being resized or restarted.
-// A memory limit decrease below what a container uses is refused before anything is applied.
+// resizePhase applies an in-place resize to the running containers of the pod's ready sandbox and to its
+// pod cgroup (pod-level resources included), the pod cgroup raised first, and reads the containers back into
+// sc.Runtime (the runtime reports the resources they now run with); the pod cgroup is lowered to the pod's
+// values once no container is being resized or restarted, and its pod-level resources are then recorded as
+// actuated. A memory limit decrease below what a container or the pod uses is refused before anything is
+// applied.
 func (s *resizer) phase(ctx context.Context, sc *Scope, restarting bool, updates []resizeUpdate) error {
 	sb := sc.Runtime.ReadySandbox()
 	if sb == nil {
 		return nil
 	}
 	ps, pod := sc.State, sc.Pod
-	if err := s.checkMemoryDecrease(ctx, sb.Id, updates); err != nil {
-		return err
+	podLevel := podLevelResizePending(pod, s.actuation)
+	if len(updates) > 0 || restarting || podLevel {
+		if err := s.checkMemoryDecrease(ctx, sb.Id, ps, pod, updates); err != nil {
+			return err
+		}
 	}
 	resizing := restarting || len(updates) > 0 || ps.Stopping()
 	if err := s.cgroups.syncPodCgroup(ps, pod, s.actuatedPod(pod), resizing); err != nil {
 		return err
 	}
-	if len(updates) == 0 {
-		return nil
-	}
-	err := s.updateContainers(ctx, pod, updates)
-	for _, u := range updates {
-		c, rerr := s.cri.ReadContainer(ctx, u.id, sb.Id)
-		if rerr != nil {
-			s.changed(pod.UID)
-			return errors.Join(err, rerr)
+	final := !resizing
+	var err error
+	if len(updates) > 0 {
+		err = s.updateContainers(ctx, pod, updates)
+		for _, u := range updates {
+			c, rerr := s.cri.ReadContainer(ctx, u.id, sb.Id)
+			if rerr != nil {
+				s.changed(pod.UID)
+				return errors.Join(err, rerr)
+			}
+			sc.Runtime = sc.Runtime.WithContainer(c)
 		}
-		sc.Runtime = sc.Runtime.WithContainer(c)
+		s.keep(pod.UID, sc.Runtime, sc.Gen)
+		if err == nil && !restarting {
+			err = s.cgroups.syncPodCgroup(ps, pod, pod, false)
+			final = err == nil
+		}
 	}
-	s.keep(pod.UID, sc.Runtime, sc.Gen)
-	if err == nil && !restarting {
-		err = s.cgroups.syncPodCgroup(ps, pod, pod, false)
+	if final && podLevel {
+		err = errors.Join(err, s.actuation.SetActuatedPodLevel(pod))
 	}
 	return err
+}
+
+// podLevelResizePending: the (allocated) pod's pod-level cpu or memory differ from those last applied to its
+// cgroup, or none were recorded (written again once, as the kubelet does).
+func podLevelResizePending(pod *corev1.Pod, act Actuation) bool {
+	if pod.Spec.Resources == nil {
+		return false
+	}
+	actuated, ok := act.ActuatedPodLevel(pod.UID)
+	return !ok || len(changedResources(*actuated, *pod.Spec.Resources)) > 0
+}
+
+// podLevelResizeInProgress: the pod-level cpu or memory recorded as applied differ from the allocated
+// ones (the kubelet's isPodLevelResourcesResizeInProgress: no record is no resize).
+func podLevelResizeInProgress(pod *corev1.Pod, act Actuation) bool {
+	if pod.Spec.Resources == nil {
+		return false
+	}
+	actuated, ok := act.ActuatedPodLevel(pod.UID)
+	return ok && len(changedResources(*actuated, *pod.Spec.Resources)) > 0
 }
 
 // resizeUpdate is a running container whose cpu or memory is to change in place.
@@ -183,10 +215,11 @@ func needsRestart(c *corev1.Container, changed []corev1.ResourceName) bool {
 	return false
 }
 
-// resizeReport says whether the pod's running regular and sidecar containers run with their allocation
-// (the kubelet's IsPodResizeInProgress; a running non-sidecar init container does not hold a resize).
+// resizeReport says whether the pod's running regular and sidecar containers and its pod cgroup run with
+// their allocation (the kubelet's IsPodResizeInProgress; a running non-sidecar init container does not hold
+// a resize).
 func resizeReport(pod *corev1.Pod, st *runtime.PodStatus, act Actuation, err error) *ResizeReport {
-	r := &ResizeReport{Err: err}
+	r := &ResizeReport{Err: err, InProgress: st.ReadySandbox() != nil && podLevelResizeInProgress(pod, act)}
 	for _, rc := range runningResizable(pod, st) {
 		if rc.kind == runtime.KindInit {
 			continue
@@ -272,9 +305,13 @@ func setResource(dst *corev1.ResourceRequirements, src corev1.ResourceRequiremen
 	}
 }
 
-// actuatedPod is the pod as its containers were last given resources (the allocation where no record is).
+// actuatedPod is the pod as its containers and its cgroup were last given resources (the allocation where no
+// record is).
 func (s *resizer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
 	out := pod.DeepCopy()
+	if r, ok := s.actuation.ActuatedPodLevel(pod.UID); ok && out.Spec.Resources != nil {
+		out.Spec.Resources = r
+	}
 	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
 		for i := range cs {
 			if r, ok := s.actuation.Actuated(pod.UID, cs[i].Name); ok {
@@ -285,9 +322,10 @@ func (s *resizer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// checkMemoryDecrease refuses a memory limit decrease that would put a container (or the pod) below what
-// it uses now, as the kubelet's validatePodResizeAction: the kernel would have to reclaim or OOM-kill.
-func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, updates []resizeUpdate) error {
+// checkMemoryDecrease refuses a memory limit decrease that would put a container or the pod below what it
+// uses now, as the kubelet's validatePodResizeAction: the kernel would have to reclaim or OOM-kill. The pod's
+// limit is its cgroup's: the one last applied against the (allocated) pod's.
+func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, ps *PodState, pod *corev1.Pod, updates []resizeUpdate) error {
 	decreasing := map[string]int64{}
 	for _, u := range updates {
 		cur, des := u.current.Limits[corev1.ResourceMemory], u.desired.Limits[corev1.ResourceMemory]
@@ -295,7 +333,8 @@ func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, upd
 			decreasing[u.container.Name] = des.Value()
 		}
 	}
-	if len(decreasing) == 0 {
+	podLimit := s.decreasingPodMemoryLimit(ps, pod)
+	if len(decreasing) == 0 && podLimit == nil {
 		return nil
 	}
 	stats, err := s.cri.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{PodSandboxId: sandboxID})
@@ -303,10 +342,15 @@ func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, upd
 		return fmt.Errorf("cannot decrease memory limits: %w", err)
 	}
 	usage := map[string]*runtimeapi.UInt64Value{}
+	var podUsage uint64
 	for _, st := range stats {
 		usage[st.GetAttributes().GetMetadata().GetName()] = st.GetMemory().GetUsageBytes()
+		podUsage += st.GetMemory().GetUsageBytes().GetValue()
 	}
 	var errs []string
+	if podLimit != nil && podUsage >= uint64(*podLimit) {
+		errs = append(errs, fmt.Sprintf("attempting to set pod memory limit (%d) below current usage (%d)", *podLimit, podUsage))
+	}
 	for _, u := range updates {
 		limit, ok := decreasing[u.container.Name]
 		if !ok {
@@ -328,6 +372,26 @@ func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, upd
 		return errors.New("cannot decrease memory limits: " + errs[0])
 	}
 	return errors.New("cannot decrease memory limits: [" + strings.Join(errs, ", ") + "]")
+}
+
+// decreasingPodMemoryLimit is the pod cgroup's new memory limit when the resize adds or lowers it, else nil.
+func (s *resizer) decreasingPodMemoryLimit(ps *PodState, pod *corev1.Pod) *int64 {
+	if podconfig.PodCgroupParent(pod, s.cgroups.sandboxOpts) == "" {
+		return nil
+	}
+	class := podrules.GetPodQOS(pod)
+	desired := podrules.PodCgroupResources(pod, class).MemoryLimit
+	if desired == nil {
+		return nil
+	}
+	current := podrules.PodCgroupResources(s.actuatedPod(pod), class).MemoryLimit
+	if ps.podCgroup != nil {
+		current = ps.podCgroup.MemoryLimit
+	}
+	if current != nil && *desired >= *current {
+		return nil
+	}
+	return desired
 }
 
 // syncPodCgroup keeps the pod cgroup's cpu and memory on the (allocated) pod's values: while containers

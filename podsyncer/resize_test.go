@@ -92,14 +92,15 @@ func TestResizeRaisesThePodCgroupFirstAndLowersItLast(t *testing.T) {
 	}
 }
 
-// A memory limit below what the container uses now is refused before anything is applied.
+// A memory limit below what the container (and so the pod) uses now is refused before anything is applied.
 func TestResizeRefusesAMemoryLimitBelowUsage(t *testing.T) {
 	cg := &resizeLog{usage: 80 << 20}
 	s, _ := cgroupReconciler(t, &cg.cgroupLog)
 	s.resize.cri, s.cgroups.podCgroups = cg, cg
 	sc, updates := resizeScope(t, s, "100m", "50Mi")
 	err := s.resize.phase(context.Background(), sc, false, updates)
-	want := fmt.Sprintf(`cannot decrease memory limits: attempting to set container "app" memory limit (%d) below current usage (%d)`, 50<<20, 80<<20)
+	want := fmt.Sprintf(`cannot decrease memory limits: [attempting to set pod memory limit (%d) below current usage (%d), `+
+		`attempting to set container "app" memory limit (%d) below current usage (%d)]`, 50<<20, 80<<20, 50<<20, 80<<20)
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}

@@ -28,6 +28,9 @@ func (s *Syncer) PodStatus(ctx context.Context, sc *Scope, api *corev1.PodStatus
 		Actuated: func(container string) (corev1.ResourceRequirements, bool) {
 			return s.resize.actuation.Actuated(pod.UID, container)
 		},
+		ActuatedPodLevel: func() (*corev1.ResourceRequirements, bool) {
+			return s.resize.actuation.ActuatedPodLevel(pod.UID)
+		},
 		TerminationMessage: func(c *runtime.ContainerStatus) string {
 			return podconfig.ReadTerminationMessage(terminationLogPath(c), corev1.TerminationMessagePolicy(c.TerminationMessagePolicy), c.ExitCode, c.LogPath)
 		},

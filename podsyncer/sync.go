@@ -214,6 +214,11 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
 		return "", s.sandboxBackoff.Delay(bkey), nil
 	}
+	if err == nil && ps.podCgroup != nil {
+		if aerr := s.resize.actuation.SetActuatedPodLevel(pod); aerr != nil {
+			ctrl.LoggerFrom(ctx).Error(aerr, "Failed to record the pod-level resources of the pod cgroup")
+		}
+	}
 	if err == nil {
 		err = s.config.makePodDirs(pod, cfg.LogDirectory)
 	}

@@ -185,4 +185,42 @@ var _ = Describe("In-place pod resize", func() {
 			g.Expect(linuxResources(g, bed, "app").CpuQuota).To(Equal(int64(90000)))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
+
+	It("resizes pod-level resources in place: the containers that take the pod's limits and the pod's status", func() {
+		nodeName, ns, bed := newResizeBed()
+
+		before, after := resources("200m", "64Mi", "200m", "64Mi"), resources("300m", "96Mi", "300m", "96Mi")
+		Expect(admin.Create(ctx, busyboxPod(ns, "plr", nodeName, func(p *corev1.Pod) {
+			p.Spec.Resources = before.DeepCopy()
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		}))).To(Succeed())
+		running(ns, "plr")
+		Eventually(func(g Gomega) {
+			g.Expect(linuxResources(g, bed, "plr").MemoryLimitInBytes).To(Equal(int64(64 << 20)))
+		}).Should(Succeed())
+
+		patch := fmt.Sprintf(`{"spec":{"resources":{"requests":{"cpu":%q,"memory":%q},"limits":{"cpu":%q,"memory":%q}}}}`,
+			"300m", "96Mi", "300m", "96Mi")
+		Expect(admin.SubResource("resize").Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plr"}},
+			client.RawPatch(types.StrategicMergePatchType, []byte(patch)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			p := apiPod(ctx, g, ns, "plr")
+			g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+			for _, c := range p.Status.Conditions {
+				g.Expect(c.Type).NotTo(BeElementOf(corev1.PodResizePending, corev1.PodResizeInProgress), "condition %+v", c)
+			}
+			g.Expect(p.Status.AllocatedResources).To(Equal(after.Requests))
+			g.Expect(p.Status.Resources).NotTo(BeNil())
+			g.Expect(p.Status.Resources.Limits.Memory().Value()).To(Equal(int64(96 << 20)))
+			g.Expect(p.Status.Resources.Limits.Cpu().MilliValue()).To(Equal(int64(300)))
+			g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero())
+			// As the kubelet: a container's status resources are its own, whatever limit it takes from the pod.
+			g.Expect(p.Status.ContainerStatuses[0].Resources.Limits).To(BeEmpty())
+			lr := linuxResources(g, bed, "plr")
+			g.Expect(lr.MemoryLimitInBytes).To(Equal(int64(96 << 20)))
+			g.Expect(lr.CpuQuota).To(Equal(int64(30000)))
+		}).Should(Succeed())
+		Expect(podContainers(bed.rt, "plr")).To(HaveLen(1), "resized in place, not restarted")
+		Expect(events(bed)).To(ContainSubstring("Normal ResizeCompleted Pod resize completed:"))
+	})
 })
