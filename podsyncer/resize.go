@@ -71,24 +71,31 @@ func (s *resizer) phase(ctx context.Context, sc *Scope, restarting bool, updates
 	final := !resizing
 	var err error
 	if len(updates) > 0 {
-		err = s.updateContainers(ctx, pod, updates)
-		for _, u := range updates {
-			c, rerr := s.cri.ReadContainer(ctx, u.id, sb.Id)
-			if rerr != nil {
-				s.changed(pod.UID)
-				return errors.Join(err, rerr)
-			}
-			sc.Runtime = sc.Runtime.WithContainer(c)
+		if err = s.updateAndRead(ctx, sc, sb.Id, updates); err != nil || restarting {
+			return err
 		}
-		s.keep(pod.UID, sc.Runtime, sc.Gen)
-		if err == nil && !restarting {
-			err = s.cgroups.syncPodCgroup(ps, pod, pod, false)
-			final = err == nil
-		}
+		err = s.cgroups.syncPodCgroup(ps, pod, pod, false)
+		final = err == nil
 	}
 	if final && podLevel {
 		err = errors.Join(err, s.actuation.SetActuatedPodLevel(pod))
 	}
+	return err
+}
+
+// updateAndRead updates the running containers in place and reads them back into sc.Runtime.
+func (s *resizer) updateAndRead(ctx context.Context, sc *Scope, sandboxID string, updates []resizeUpdate) error {
+	pod := sc.Pod
+	err := s.updateContainers(ctx, pod, updates)
+	for _, u := range updates {
+		c, rerr := s.cri.ReadContainer(ctx, u.id, sandboxID)
+		if rerr != nil {
+			s.changed(pod.UID)
+			return errors.Join(err, rerr)
+		}
+		sc.Runtime = sc.Runtime.WithContainer(c)
+	}
+	s.keep(pod.UID, sc.Runtime, sc.Gen)
 	return err
 }
 
@@ -326,13 +333,7 @@ func (s *resizer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
 // uses now, as the kubelet's validatePodResizeAction: the kernel would have to reclaim or OOM-kill. The pod's
 // limit is its cgroup's: the one last applied against the (allocated) pod's.
 func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, ps *PodState, pod *corev1.Pod, updates []resizeUpdate) error {
-	decreasing := map[string]int64{}
-	for _, u := range updates {
-		cur, des := u.current.Limits[corev1.ResourceMemory], u.desired.Limits[corev1.ResourceMemory]
-		if !des.IsZero() && (cur.IsZero() || des.Cmp(cur) < 0) {
-			decreasing[u.container.Name] = des.Value()
-		}
-	}
+	decreasing := decreasingContainerLimits(updates)
 	podLimit := s.decreasingPodMemoryLimit(ps, pod)
 	if len(decreasing) == 0 && podLimit == nil {
 		return nil
@@ -352,17 +353,8 @@ func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, ps 
 		errs = append(errs, fmt.Sprintf("attempting to set pod memory limit (%d) below current usage (%d)", *podLimit, podUsage))
 	}
 	for _, u := range updates {
-		limit, ok := decreasing[u.container.Name]
-		if !ok {
-			continue
-		}
-		used := usage[u.container.Name]
-		switch {
-		case used == nil:
-			errs = append(errs, fmt.Sprintf("missing container %q memory usage", u.container.Name))
-		case used.GetValue() >= uint64(limit):
-			errs = append(errs, fmt.Sprintf("attempting to set container %q memory limit (%d) below current usage (%d)",
-				u.container.Name, limit, used.GetValue()))
+		if limit, ok := decreasing[u.container.Name]; ok {
+			errs = append(errs, containerBelowUsage(u.container.Name, limit, usage[u.container.Name])...)
 		}
 	}
 	switch len(errs) {
@@ -372,6 +364,29 @@ func (s *resizer) checkMemoryDecrease(ctx context.Context, sandboxID string, ps 
 		return errors.New("cannot decrease memory limits: " + errs[0])
 	}
 	return errors.New("cannot decrease memory limits: [" + strings.Join(errs, ", ") + "]")
+}
+
+// decreasingContainerLimits are the new memory limits of the updates that add or lower one, by container.
+func decreasingContainerLimits(updates []resizeUpdate) map[string]int64 {
+	decreasing := map[string]int64{}
+	for _, u := range updates {
+		cur, des := u.current.Limits[corev1.ResourceMemory], u.desired.Limits[corev1.ResourceMemory]
+		if !des.IsZero() && (cur.IsZero() || des.Cmp(cur) < 0) {
+			decreasing[u.container.Name] = des.Value()
+		}
+	}
+	return decreasing
+}
+
+// containerBelowUsage is why a container's new memory limit cannot be set, if it cannot.
+func containerBelowUsage(name string, limit int64, used *runtimeapi.UInt64Value) []string {
+	switch {
+	case used == nil:
+		return []string{fmt.Sprintf("missing container %q memory usage", name)}
+	case used.GetValue() >= uint64(limit):
+		return []string{fmt.Sprintf("attempting to set container %q memory limit (%d) below current usage (%d)", name, limit, used.GetValue())}
+	}
+	return nil
 }
 
 // decreasingPodMemoryLimit is the pod cgroup's new memory limit when the resize adds or lowers it, else nil.
