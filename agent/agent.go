@@ -28,6 +28,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/containergc"
 	"github.com/nodelet/nodelet/devices"
+	"github.com/nodelet/nodelet/dra"
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/nodeshutdown"
@@ -117,6 +118,8 @@ type Agent struct {
 	// evaluation once the Node controller is built.
 	devices     *devices.Manager
 	nodeTrigger atomic.Pointer[func()]
+	// claims is the DRA manager (nil on a simulated node).
+	claims *dra.Manager
 	// shutdown is graceful node shutdown (nil on a simulated node).
 	shutdown *nodeshutdown.Manager
 	// podsTrigger asks for syncs of pods once the pod workers are built.

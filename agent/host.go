@@ -80,7 +80,11 @@ func (host) dynamicResources(a *Agent, deps *podlifecycle.Deps) (*dra.Manager, e
 	if err != nil {
 		return nil, err
 	}
+	if err := m.RegisterMetrics(a.opts.Metrics); err != nil {
+		return nil, fmt.Errorf("register DRA metrics: %w", err)
+	}
 	deps.DynamicResources = m
+	a.claims = m
 	a.local = append(a.local, manager.RunnableFunc(m.Start))
 	return m, nil
 }
@@ -127,6 +131,9 @@ func (host) shutdownManager(a *Agent, deps *podlifecycle.Deps, rec record.EventR
 // podResourcesServer serves the pod resources API on <root>/pod-resources/kubelet.sock.
 func (host) podResourcesServer(a *Agent, pods *podlifecycle.Reconciler) manager.Runnable {
 	s := &devices.PodResourcesServer{Devices: a.devices, Pods: pods.AdmittedPods, Log: a.log.WithName("pod-resources")}
+	if a.claims != nil {
+		s.Claims = a.claims
+	}
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		return s.Serve(ctx, filepath.Join(a.cfg.RootDir, "pod-resources", devices.PodResourcesSocket))
 	})

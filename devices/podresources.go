@@ -27,12 +27,19 @@ const (
 	podResourcesBurst  = 10
 )
 
-// PodResourcesServer serves the pod resources API (v1) from the device manager's assignments and the
-// node's pods. Without a static CPU or memory manager policy, no container has exclusive CPUs or memory: those
+// ClaimResources are the ResourceClaims a container uses and the devices prepared for them (dra.Manager).
+type ClaimResources interface {
+	DynamicResources(pod *corev1.Pod, c *corev1.Container) ([]*podresourcesapi.DynamicResource, error)
+}
+
+// PodResourcesServer serves the pod resources API (v1) from the device manager's assignments, the DRA
+// manager's prepared claims and the node's pods. Without a static CPU or memory manager policy, no container has exclusive CPUs or memory: those
 // fields stay empty, as with the kubelet's none policies.
 type PodResourcesServer struct {
 	podresourcesapi.UnimplementedPodResourcesListerServer
 	Devices *Manager
+	// Claims answers the containers' dynamic resources (nil: none).
+	Claims ClaimResources
 	// Pods lists the node's active pods (admitted, not terminated).
 	Pods    func() []*corev1.Pod
 	Log     logr.Logger
@@ -127,9 +134,28 @@ func (s *PodResourcesServer) podResources(pod *corev1.Pod) *podresourcesapi.PodR
 		for _, res := range sortedKeys(byResource) {
 			cr.Devices = append(cr.Devices, resourceDevices(res, byResource[res])...)
 		}
+		cr.DynamicResources = s.dynamicResources(pod, name)
 		out.Containers = append(out.Containers, cr)
 	}
 	return out
+}
+
+// dynamicResources are the container's claims and their devices; a failure is logged and answers none, as
+// the kubelet's.
+func (s *PodResourcesServer) dynamicResources(pod *corev1.Pod, name string) []*podresourcesapi.DynamicResource {
+	if s.Claims == nil {
+		return nil
+	}
+	c, _ := podrules.FindContainer(pod, name)
+	if c == nil {
+		return nil
+	}
+	dr, err := s.Claims.DynamicResources(pod, c)
+	if err != nil {
+		s.Log.Error(err, "Unable to get container claim info state", "pod", pod.Namespace+"/"+pod.Name, "container", name)
+		return nil
+	}
+	return dr
 }
 
 // resourceDevices are one resource's devices of a container, one entry per device and NUMA node, by ID.

@@ -53,3 +53,37 @@ func TestPodResourcesAPI(t *testing.T) {
 		t.Fatalf("GetAllocatableResources = %v, %v", alloc, err)
 	}
 }
+
+// claimsOf answers every container named "c" one claim.
+type claimsOf struct{}
+
+func (claimsOf) DynamicResources(_ *corev1.Pod, c *corev1.Container) ([]*podresourcesapi.DynamicResource, error) {
+	if c.Name != "c" {
+		return nil, nil
+	}
+	return []*podresourcesapi.DynamicResource{{ClaimName: "gpu", ClaimNamespace: "default"}}, nil
+}
+
+// A container's dynamic resources (its ResourceClaims) are answered beside its devices.
+func TestPodResourcesAPIDynamicResources(t *testing.T) {
+	b := newBed(t, t.TempDir())
+	pod := devicePod("uid-1", "one", nil, map[string]int64{"c": 0})
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "other"})
+	s := &PodResourcesServer{Devices: b.m, Claims: claimsOf{}, Pods: func() []*corev1.Pod { return []*corev1.Pod{pod} }, Log: testr.New(t)}
+	got, err := s.Get(context.Background(), &podresourcesapi.GetPodResourcesRequest{PodName: "one", PodNamespace: pod.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.PodResources.Containers) != 2 {
+		t.Fatalf("containers %v, want c and other", got.PodResources.Containers)
+	}
+	for _, c := range got.PodResources.Containers {
+		want := 0
+		if c.Name == "c" {
+			want = 1
+		}
+		if len(c.DynamicResources) != want {
+			t.Errorf("container %s: dynamic resources %v, want %d", c.Name, c.DynamicResources, want)
+		}
+	}
+}

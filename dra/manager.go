@@ -53,6 +53,7 @@ type Manager struct {
 	clock          clock.WithTicker
 	health         *healthCache
 	onHealthChange func([]types.UID)
+	metrics        *metrics
 
 	// mu guards claims and the checkpoint, which is written with every change of claims.
 	mu     sync.Mutex
@@ -78,8 +79,10 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	m := &Manager{reader: opts.Reader, path: filepath.Join(opts.RootDir, StateFile), claims: map[string]*claimInfo{},
 		plugins: newPlugins(opts.Writer, opts.NodeName, clk, opts.WipingDelay), clock: clk,
-		health: newHealthCache(filepath.Join(opts.RootDir, HealthStateFile), clk, opts.Log), onHealthChange: opts.OnHealthChange}
+		health: newHealthCache(filepath.Join(opts.RootDir, HealthStateFile), clk, opts.Log), onHealthChange: opts.OnHealthChange,
+		metrics: newMetrics()}
 	m.plugins.watchHealth = m.watchHealth
+	m.plugins.metrics = m.metrics
 	states, err := readState(m.path)
 	if err != nil {
 		return nil, fmt.Errorf("%w (drain the node and remove the file)", err)
@@ -140,7 +143,10 @@ func HasClaims(pod *corev1.Pod) bool {
 // drivers is asked once for all of the pod's claims it serves. The pod is recorded as a user of each
 // claim before its driver is called, so a failure part-way is released like a success.
 func (m *Manager) PrepareResources(ctx context.Context, pod *corev1.Pod) error {
-	if err := m.prepare(ctx, pod); err != nil {
+	start := m.clock.Now()
+	err := m.prepare(ctx, pod)
+	m.observe("PrepareResources", start, err)
+	if err != nil {
 		return fmt.Errorf("prepare dynamic resources: %w", err)
 	}
 	return nil
@@ -464,10 +470,13 @@ func (m *Manager) UnprepareResources(ctx context.Context, uid types.UID) error {
 		}
 	}
 	m.mu.Unlock()
-	if len(names) == 0 {
-		return nil
+	start := m.clock.Now()
+	var err error
+	if len(names) > 0 {
+		err = m.unprepare(ctx, uid, names)
 	}
-	if err := m.unprepare(ctx, uid, names); err != nil {
+	m.observe("UnprepareResources", start, err)
+	if err != nil {
 		return fmt.Errorf("unprepare dynamic resources: %w", err)
 	}
 	return nil

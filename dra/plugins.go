@@ -51,6 +51,8 @@ type Plugins struct {
 	// watchHealth, when set, reads the health stream of a plugin that offers a health service until its
 	// context ends (the plugin de-registered).
 	watchHealth func(ctx context.Context, p *plugin, service string)
+	// metrics, when set, times the calls to the plugins.
+	metrics *metrics
 }
 
 // pendingWipe is a driver's ResourceSlices to be deleted: cancel stops the wait, or the deletion going on.
@@ -142,8 +144,11 @@ func (ps *Plugins) RegisterPlugin(ctx context.Context, driver, endpoint string, 
 		}
 	}
 	p := &plugin{driver: driver, endpoint: endpoint, service: service, ps: ps}
-	conn, err := grpc.NewClient("unix:"+endpoint,
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithStatsHandler(p))
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithStatsHandler(p)}
+	if ps.metrics != nil {
+		dialOpts = append(dialOpts, grpc.WithUnaryInterceptor(ps.metrics.interceptor(driver)))
+	}
+	conn, err := grpc.NewClient("unix:"+endpoint, dialOpts...)
 	if err != nil {
 		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", driver, endpoint, err)
 	}
