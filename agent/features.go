@@ -3,19 +3,22 @@ package agent
 import (
 	"k8s.io/apimachinery/pkg/util/version"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
 )
 
 // implementedFeatures are the node-declared features (k8s.io/component-helpers' registry) whose behaviour
-// the agent has: it resizes running non-sidecar init containers and pod-level resources in place, and
-// restarts every container of a pod whose restart rule says RestartAllContainers. The others (alpha in the
-// kubelet) are not declared, so the scheduler and the API server keep the pods and updates that need them
-// away from the node instead of the node getting them wrong.
+// the agent has: it resizes running non-sidecar init containers and pod-level resources in place, restarts
+// every container of a pod whose restart rule says RestartAllContainers, and serves WebSocket exec, attach
+// (v5 remotecommand) and port-forward (tunnelled SPDY) itself, so the API server proxies them as they come.
+// The others (alpha in the kubelet) are not declared, so the scheduler and the API server keep the pods and
+// updates that need them away from the node instead of the node getting them wrong.
 var implementedFeatures = map[string]bool{
-	inplacepodresize.IPPRInitContainersFeatureGate:            true,
-	inplacepodresize.IPPRPodLevelResourcesFeatureGate:         true,
-	restartallcontainers.RestartAllContainersOnContainerExits: true,
+	inplacepodresize.IPPRInitContainersFeatureGate:                 true,
+	inplacepodresize.IPPRPodLevelResourcesFeatureGate:              true,
+	restartallcontainers.RestartAllContainersOnContainerExits:      true,
+	extendwebsocketstokubelet.ExtendWebSocketsToKubeletFeatureGate: true,
 }
 
 type implemented struct{}

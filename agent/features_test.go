@@ -11,6 +11,7 @@ func TestDeclaredFeatures(t *testing.T) {
 	got := declaredFeatures("v1.37.1")
 	for _, want := range []string{
 		"InPlacePodVerticalScalingInitContainers", "InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits",
+		"ExtendWebSocketsToKubelet",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("declared %v, want %s", got, want)
