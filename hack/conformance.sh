@@ -207,9 +207,22 @@ main() {
     --kubectl-path="$KUBE_BIN_DIR/kubectl" --report-dir="$out" ${AGENT_ROOT:+--kubelet-root-dir="$AGENT_ROOT"} \
     > "$out/ginkgo.log" 2>&1 || rc=$?
   log "ginkgo exited $rc after $(((SECONDS - t0) / 60)) min (log: $out/ginkgo.log)"
+  save_metric_families "$out/metric-families.txt"
   [ -s "$out/report.json" ] || { tail -n 50 "$out/ginkgo.log" >&2; die "no report written"; }
   "$E2E_BIN_DIR/conformance-report" -groups "$out/groups.txt" "$out/report.json" >/dev/null || true
   "$E2E_BIN_DIR/conformance-report" -list-passed "$out/passed.txt" "$out/report.json"
+}
+
+# save_metric_families FILE: the metric families the agent serves after the run, one "endpoint family type" line
+# each (its /metrics, /metrics/cadvisor, /metrics/probes and /metrics/resource, read through the API server's node
+# proxy), sorted: `comm` of two runs' files (one per agent) lists what one serves and the other does not.
+save_metric_families() {
+  local kubectl=("$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig") node ep
+  node=$("${kubectl[@]}" get nodes -o jsonpath='{.items[0].metadata.name}' 2>/dev/null) || return 0
+  for ep in metrics metrics/cadvisor metrics/probes metrics/resource; do
+    "${kubectl[@]}" get --raw "/api/v1/nodes/$node/proxy/$ep" 2>/dev/null |
+      awk -v ep="/$ep" '$1 == "#" && $2 == "TYPE" {print ep, $3, $4}' || true
+  done | sort -u > "$1"
 }
 
 main "$@"
