@@ -147,17 +147,22 @@ func (m *Manager) Actuated(uid types.UID, container string) (corev1.ResourceRequ
 // SetActuated records the resources the container of the (allocated) pod now runs with: after it is
 // created, and after each update applied to it.
 func (m *Manager) SetActuated(pod *corev1.Pod, c *corev1.Container) error {
+	return m.updateActuated(pod.UID, func(e *PodResources) { e.ContainerResources[c.Name] = EffectiveResources(pod, c) })
+}
+
+// updateActuated changes a copy of the pod's actuated record with change and writes it when it differs.
+func (m *Manager) updateActuated(uid types.UID, change func(*PodResources)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := PodResources{ContainerResources: map[string]corev1.ResourceRequirements{}}
-	if old, ok := m.actuated.entries[pod.UID]; ok {
+	if old, ok := m.actuated.entries[uid]; ok {
 		for name, r := range old.ContainerResources {
 			e.ContainerResources[name] = r
 		}
 		e.PodLevelResources = old.PodLevelResources
 	}
-	e.ContainerResources[c.Name] = EffectiveResources(pod, c)
-	if !m.actuated.set(pod.UID, e) {
+	change(&e)
+	if !m.actuated.set(uid, e) {
 		return nil
 	}
 	return m.actuated.save()
@@ -182,19 +187,7 @@ func (m *Manager) SetActuatedPodLevel(pod *corev1.Pod) error {
 	if pod.Spec.Resources == nil {
 		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := PodResources{ContainerResources: map[string]corev1.ResourceRequirements{}}
-	if old, ok := m.actuated.entries[pod.UID]; ok {
-		for name, r := range old.ContainerResources {
-			e.ContainerResources[name] = r
-		}
-	}
-	e.PodLevelResources = pod.Spec.Resources.DeepCopy()
-	if !m.actuated.set(pod.UID, e) {
-		return nil
-	}
-	return m.actuated.save()
+	return m.updateActuated(pod.UID, func(e *PodResources) { e.PodLevelResources = pod.Spec.Resources.DeepCopy() })
 }
 
 // EffectiveResources are the container's resources with the pod-level limits standing in for the cpu and
