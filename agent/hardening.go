@@ -43,6 +43,14 @@ func (h host) hardening(a *Agent, deps *podlifecycle.Deps, connector *runtime.Co
 	if err != nil {
 		return err
 	}
+	version := prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: "kubelet", Name: "cgroup_version", Help: "cgroup version on the hosts."})
+	version.Set(1)
+	if a.hostResources.CgroupV2 {
+		version.Set(2)
+	}
+	if err := a.opts.Metrics.Register(version); err != nil {
+		return fmt.Errorf("register kubelet_cgroup_version: %w", err)
+	}
 	if cg != nil {
 		deps.PodCgroups = cg
 		a.podCgroups = cg

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -132,6 +133,12 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pod
 	enqueue := r.EnqueueUIDs
 	a.podsTrigger.Store(&enqueue)
 	r.RegisterMetrics(a.opts.Metrics)
+	nodeName := prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "kubelet", Name: "node_name",
+		Help: "The node's name. The count is always 1."}, []string{"node"})
+	nodeName.WithLabelValues(a.cfg.NodeName).Set(1)
+	if err := a.opts.Metrics.Register(nodeName); err != nil {
+		return nil, fmt.Errorf("register kubelet_node_name: %w", err)
+	}
 	return r, nil
 }
 

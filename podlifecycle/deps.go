@@ -128,6 +128,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	}
 	r.defaults()
 	r.statuses = statusmanager.New(deps.Client)
+	r.statuses.Clock = r.clock
 	alloc, err := allocation.New(opts.RootDir)
 	if err != nil {
 		return nil, fmt.Errorf("podlifecycle.New: %w (drain the node and remove the file)", err)

@@ -26,7 +26,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 	})
 	if res.Written {
 		if w.startedNow(&res.Status) {
-			r.metrics.startSLI.Observe(r.clock.Since(pod.CreationTimestamp.Time).Seconds())
+			sinceCreation := r.clock.Since(pod.CreationTimestamp.Time).Seconds()
+			r.metrics.startSLI.Observe(sinceCreation)
+			r.metrics.startTotal.Observe(sinceCreation)
+			if !w.syncedAt.IsZero() {
+				r.metrics.startDuration.Observe(r.clock.Since(w.syncedAt).Seconds())
+			}
 		}
 		ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", res.Status.Phase)
 	}

@@ -322,6 +322,7 @@ func (w *podWorker) deadlineLeft(now time.Time, pod *corev1.Pod) time.Duration {
 func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod, status *runtime.PodStatus) bool {
 	if w.syncedAt.IsZero() {
 		w.syncedAt = r.clock.Now()
+		r.metrics.containersPerPod.Observe(float64(len(pod.Spec.Containers)))
 	}
 	if isTerminalPhase(pod.Status.Phase) && !status.Active() {
 		w.setState(terminated)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distribution/reference"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -81,6 +83,8 @@ type imagePuller struct {
 	notify   func(podKey string)
 	recorder EventRecorder
 	records  PullRecorder // nil: images on the node are used without verification
+	// pullDuration, once set, observes each successful pull (kubelet_image_pull_duration_seconds).
+	pullDuration atomic.Pointer[prometheus.HistogramVec]
 
 	mu       sync.Mutex
 	inflight map[string]*pull           // by pull key (image, and with records the credentials)
@@ -240,6 +244,9 @@ func (p *imagePuller) run(pl *pull, key, image, userImage string, creds pullCred
 	if pl.err == nil {
 		if img, err := p.images.ImageStatus(context.Background(), spec); err == nil && img != nil {
 			pl.size = img.Size
+		}
+		if h := p.pullDuration.Load(); h != nil {
+			h.WithLabelValues(imageSizeBucket(pl.size)).Observe(pl.elapsed.Seconds())
 		}
 	}
 	p.record(userImage, creds, pl)

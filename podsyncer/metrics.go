@@ -1,6 +1,10 @@
 package podsyncer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodelet/nodelet/runtime"
+)
 
 // metrics are the syncer's own metrics.
 type metrics struct {
@@ -12,6 +16,50 @@ type metrics struct {
 	startedPods               prometheus.Counter
 	startedUserNamespacedPods prometheus.Counter
 	userNamespacedPodErrors   prometheus.Counter
+	// The kubelet's: sandbox creations that failed, container creations tried and failed (by container type
+	// and the error's reason), image pulls by image size.
+	startedPodsErrors      prometheus.Counter
+	startedContainers      *prometheus.CounterVec
+	startedContainerErrors *prometheus.CounterVec
+	imagePullDuration      *prometheus.HistogramVec
+}
+
+// imagePullDurationBuckets are the kubelet's buckets of kubelet_image_pull_duration_seconds.
+var imagePullDurationBuckets = []float64{1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+
+// imageSizeBuckets are the kubelet's image_size_in_bytes labels by lower bound.
+var imageSizeBuckets = []struct {
+	lowerBound uint64
+	label      string
+}{
+	{0, "0-10MB"}, {10 << 20, "10MB-100MB"}, {100 << 20, "100MB-500MB"}, {500 << 20, "500MB-1GB"}, {1 << 30, "1GB-5GB"},
+	{5 << 30, "5GB-10GB"}, {10 << 30, "10GB-20GB"}, {20 << 30, "20GB-30GB"}, {30 << 30, "30GB-40GB"}, {40 << 30, "40GB-60GB"},
+	{60 << 30, "60GB-100GB"}, {100 << 30, "GT100GB"},
+}
+
+// imageSizeBucket is the kubelet's GetImageSizeBucket: the label of the bucket size falls in ("N/A" when the
+// size is not known).
+func imageSizeBucket(size uint64) string {
+	if size == 0 {
+		return "N/A"
+	}
+	for i := len(imageSizeBuckets) - 1; i >= 0; i-- {
+		if size > imageSizeBuckets[i].lowerBound {
+			return imageSizeBuckets[i].label
+		}
+	}
+	return ""
+}
+
+// containerTypeLabel is the container_type of the started-containers metrics, as the kubelet's.
+func containerTypeLabel(kind runtime.ContainerKind) string {
+	switch kind {
+	case runtime.KindInit, runtime.KindSidecar:
+		return "init_container"
+	case runtime.KindEphemeral:
+		return "ephemeral_container"
+	}
+	return "container"
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,13 +76,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cumulative number of pods with user namespaces started. This metric will only be collected on Linux."}),
 		userNamespacedPodErrors: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "kubelet", Name: "started_user_namespaced_pods_errors_total",
 			Help: "Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux."}),
+		startedPodsErrors: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "kubelet", Name: "started_pods_errors_total",
+			Help: "Cumulative number of errors when starting pods"}),
+		startedContainers: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "started_containers_total",
+			Help: "Cumulative number of containers started"}, []string{"container_type"}),
+		startedContainerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "started_containers_errors_total",
+			Help: "Cumulative number of errors when starting containers"}, []string{"container_type", "code"}),
+		imagePullDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "image_pull_duration_seconds",
+			Help: "Duration in seconds to pull an image.", Buckets: imagePullDurationBuckets}, []string{"image_size_in_bytes"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.sandboxDuration, m.containerStarts, m.podStateReads, m.startedPods, m.startedUserNamespacedPods,
-			m.userNamespacedPodErrors)
+			m.userNamespacedPodErrors, m.startedPodsErrors, m.startedContainers, m.startedContainerErrors, m.imagePullDuration)
 	}
 	return m
 }
 
 // RegisterMetrics registers the syncer's metrics with reg.
-func (s *Syncer) RegisterMetrics(reg prometheus.Registerer) { s.metrics = newMetrics(reg) }
+func (s *Syncer) RegisterMetrics(reg prometheus.Registerer) {
+	s.metrics = newMetrics(reg)
+	s.puller.pullDuration.Store(s.metrics.imagePullDuration)
+}

@@ -235,6 +235,7 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 	if err != nil {
 		s.usernsStartFailed(ps)
 		s.sandboxBackoff.Next(bkey, s.clock.Now())
+		s.metrics.startedPodsErrors.Inc()
 		s.recorder.Eventf(PodRef(pod), corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to create pod sandbox")
 		return "", s.sandboxBackoff.Delay(bkey), nil
@@ -312,14 +313,15 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 		// (nodelet pulls in the background and comes back once the image is there).
 		s.crash.Next(key, sa.lastExit.FinishedAt)
 	}
+	s.metrics.startedContainers.WithLabelValues(containerTypeLabel(sa.kind)).Inc()
 	cfg, err := s.config.containerConfig(ctx, pod, c, sa, st, img.ref)
 	if err != nil {
-		return s.containerFailed(pod, ps, c, "CreateContainerConfigError", err, 10*time.Second), ""
+		return s.containerFailed(pod, ps, sa, "CreateContainerConfigError", err, 10*time.Second), ""
 	}
 	useImageVolumeRefs(cfg.Mounts, c, volumeImages)
 	id, err := s.cri.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
-		return s.containerFailed(pod, ps, c, "CreateContainerError", err, 10*time.Second), ""
+		return s.containerFailed(pod, ps, sa, "CreateContainerError", err, 10*time.Second), ""
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
 	if sa.kind != runtime.KindEphemeral {
@@ -328,7 +330,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 		}
 	}
 	if err := s.cri.StartContainer(ctx, id); err != nil {
-		return s.containerFailed(pod, ps, c, "RunContainerError", err, 10*time.Second), id
+		return s.containerFailed(pod, ps, sa, "RunContainerError", err, 10*time.Second), id
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
 	s.metrics.containerStarts.Inc()
@@ -363,7 +365,9 @@ func (ps *PodState) waitForImage(name string, waiting podstatus.Waiting) {
 
 // containerFailed records a failed container step the kubelet's way: a Failed event "Error: <reason>"
 // and the container waiting with that reason and message.
-func (s *Syncer) containerFailed(pod *corev1.Pod, ps *PodState, c *corev1.Container, reason string, err error, retry time.Duration) Requeue {
+func (s *Syncer) containerFailed(pod *corev1.Pod, ps *PodState, sa startAction, reason string, err error, retry time.Duration) Requeue {
+	c := sa.container
+	s.metrics.startedContainerErrors.WithLabelValues(containerTypeLabel(sa.kind), reason).Inc()
 	msg := err.Error()
 	s.usernsStartFailed(ps)
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "Failed", "Error: "+msg)

@@ -81,7 +81,9 @@ type Options struct {
 	Pods    Pods
 
 	Metrics prometheus.Gatherer // served at /metrics; nil serves an empty registry
-	Configz any                 // served at /configz as {"kubeletconfig": Configz}
+	// Registerer, when set, takes the server's own metrics (its requests, WebSocket streams).
+	Registerer prometheus.Registerer
+	Configz    any // served at /configz as {"kubeletconfig": Configz}
 	// ProbeMetrics are the prober's metrics (probes.Metrics), served at /metrics/probes in a registry of
 	// their own with process_start_time_seconds, as the kubelet; nil serves the start time alone.
 	ProbeMetrics prometheus.Collector
@@ -162,6 +164,8 @@ type Server struct {
 	readOnlyHandler http.Handler
 	// probeMetrics is /metrics/probes' registry.
 	probeMetrics *prometheus.Registry
+	// http are the request metrics.
+	http *httpMetrics
 	// listen opens the listeners (net.Listen; tests replace it).
 	listen func(network, address string) (net.Listener, error)
 	// setBlockProfileRate is runtime.SetBlockProfileRate (tests replace it).
@@ -184,11 +188,17 @@ func New(o Options) (*Server, error) {
 	if s.rotation, err = parseRotationPolicy(o.ContainerLogMaxSize, o.ContainerLogMaxFiles); err != nil {
 		return nil, err
 	}
+	s.http = newHTTPMetrics(o.Clock)
+	if o.Registerer != nil {
+		if err := s.http.register(o.Registerer); err != nil {
+			return nil, fmt.Errorf("node server metrics: %w", err)
+		}
+	}
 	if s.probeMetrics, err = probeMetricsRegistry(o.ProbeMetrics, o.Clock); err != nil {
 		return nil, err
 	}
 	if o.ReadOnlyPort != 0 {
-		s.readOnlyHandler = s.withLimits(s.readOnlyRoutes())
+		s.readOnlyHandler = s.http.instrument("readonly", s.withLimits(s.readOnlyRoutes()))
 	}
 	if o.DisableServer {
 		return s, nil
@@ -199,7 +209,7 @@ func New(o Options) (*Server, error) {
 	if s.tlsConfig, err = s.buildTLS(); err != nil {
 		return nil, err
 	}
-	s.handler = s.withLimits(s.withAuth(s.routes()))
+	s.handler = s.http.instrument("readwrite", s.withLimits(s.withAuth(s.routes())))
 	return s, nil
 }
 

@@ -42,7 +42,7 @@ func parseStreamOptions(q url.Values) (streamOptions, error) {
 
 // exec serves /exec/{namespace}/{pod}[/{uid}]/{container}: the runtime's streaming URL, proxied.
 func (s streamHandlers) exec(w http.ResponseWriter, r *http.Request) {
-	s.serveStream(w, r, func(ctx context.Context, id string, o streamOptions) (string, error) {
+	s.serveStream(w, r, "exec", func(ctx context.Context, id string, o streamOptions) (string, error) {
 		return s.opts.Runtime.Exec(ctx, &runtimeapi.ExecRequest{
 			ContainerId: id, Cmd: r.URL.Query()[corev1.ExecCommandParam],
 			Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr,
@@ -52,7 +52,7 @@ func (s streamHandlers) exec(w http.ResponseWriter, r *http.Request) {
 
 // attach serves /attach/{namespace}/{pod}[/{uid}]/{container}.
 func (s streamHandlers) attach(w http.ResponseWriter, r *http.Request) {
-	s.serveStream(w, r, func(ctx context.Context, id string, o streamOptions) (string, error) {
+	s.serveStream(w, r, "attach", func(ctx context.Context, id string, o streamOptions) (string, error) {
 		return s.opts.Runtime.Attach(ctx, &runtimeapi.AttachRequest{
 			ContainerId: id, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr,
 		})
@@ -63,7 +63,7 @@ type streamFunc func(ctx context.Context, containerID string, o streamOptions) (
 
 // serveStream finds the running container, asks the runtime for a streaming URL and proxies the upgraded
 // connection to it: SPDY as is, a WebSocket (v5 remotecommand) translated to SPDY.
-func (s streamHandlers) serveStream(w http.ResponseWriter, r *http.Request, open streamFunc) {
+func (s streamHandlers) serveStream(w http.ResponseWriter, r *http.Request, subresource string, open streamFunc) {
 	o, err := parseStreamOptions(r.URL.Query())
 	if err != nil {
 		writeError(w, err)
@@ -87,6 +87,7 @@ func (s streamHandlers) serveStream(w http.ResponseWriter, r *http.Request, open
 	}
 	h := upgradeProxy(location)
 	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		s.http.websocketRequest(subresource)
 		h = translator.NewStreamTranslatorHandler(location, nil, 0, translator.Options{
 			Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr, Tty: o.tty,
 		})
@@ -119,6 +120,7 @@ func (s streamHandlers) portForward(w http.ResponseWriter, r *http.Request) {
 	}
 	h := upgradeProxy(location)
 	if wsstream.IsWebSocketRequestWithTunnelingProtocol(r) {
+		s.http.websocketRequest("portforward")
 		h = translator.NewTunnelingHandler(h)
 	}
 	h.ServeHTTP(w, r)

@@ -6,9 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/podrules"
@@ -23,21 +25,66 @@ const readTimeout = 5 * time.Second
 // from any goroutine; the syncer sets one pod's status from one goroutine at a time.
 type Manager struct {
 	client client.Client // nil: no API server (standalone); statuses are kept, never written
+	// Clock times the writes (default: the wall clock).
+	Clock clock.PassiveClock
 
 	mu   sync.Mutex
 	pods map[types.UID]*podEntry
+	// syncDuration is kubelet_pod_status_sync_duration_seconds, once registered.
+	syncDuration prometheus.Histogram
 }
 
 // podEntry is what the manager keeps of one pod UID.
 type podEntry struct {
 	status  *corev1.PodStatus // the status last set
 	written *statusWrite      // the last write, nil before the first
+	// changedAt is when a status the API does not hold was first set (zero: the API holds the last one).
+	changedAt time.Time
 }
 
 // New returns a manager that writes through c (reads of mirror pods included); nil c keeps statuses
 // without writing them.
 func New(c client.Client) *Manager {
-	return &Manager{client: c, pods: map[types.UID]*podEntry{}}
+	return &Manager{client: c, pods: map[types.UID]*podEntry{}, Clock: clock.RealClock{}}
+}
+
+// RegisterMetrics registers kubelet_pod_status_sync_duration_seconds: the time from a change of a pod's
+// status to its write to the API server, failed writes in between included.
+func (m *Manager) RegisterMetrics(reg prometheus.Registerer) error {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_status_sync_duration_seconds",
+		Help: "Duration in seconds to sync a pod status update. Measures time from detection of a change to pod status until the API is " +
+			"successfully updated for that pod, even if multiple intevening changes to pod status occur.",
+		Buckets: []float64{0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60}})
+	if err := reg.Register(h); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.syncDuration = h
+	m.mu.Unlock()
+	return nil
+}
+
+// changed notes when the pod's status first differed from the API's, and returns that time.
+func (m *Manager) changed(uid types.UID) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entryLocked(uid)
+	if e.changedAt.IsZero() {
+		e.changedAt = m.Clock.Now()
+	}
+	return e.changedAt
+}
+
+// synced observes the time since the change the API now holds.
+func (m *Manager) synced(uid types.UID, since time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.pods[uid]; e != nil {
+		e.changedAt = time.Time{}
+	}
+	if m.syncDuration != nil {
+		m.syncDuration.Observe(m.Clock.Since(since).Seconds())
+	}
 }
 
 // Status is the status last set for the pod uid, nil when none was since the agent started (or since
@@ -94,6 +141,7 @@ func (m *Manager) SetPodStatus(ctx context.Context, pod *corev1.Pod, build func(
 	if podstatus.Equal(base, owned) {
 		return res, nil
 	}
+	changedAt := m.changed(pod.UID)
 	patch, err := statusPatch(target.UID, base, owned)
 	if err != nil {
 		return res, err
@@ -107,6 +155,7 @@ func (m *Manager) SetPodStatus(ctx context.Context, pod *corev1.Pod, build func(
 		return res, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	m.recordWrite(pod.UID, target, obj.ResourceVersion, owned)
+	m.synced(pod.UID, changedAt)
 	res.Written = true
 	return res, nil
 }
