@@ -135,7 +135,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	}
 	r.alloc = alloc
 	r.resizes = &resizer{alloc: alloc, recorder: deps.Recorder, clock: deps.Clock, node: r.node, host: opts.HostResources,
-		admitted: r.admittedPods, syncing: r.syncingPod, enqueue: r.enqueue}
+		admitted: r.admittedPods, syncing: r.syncingPod, enqueue: r.enqueue, metrics: r.metrics}
 	var states podsyncer.PodStates
 	if c := r.pleg.Cache(); c != nil {
 		states = c

@@ -16,6 +16,10 @@ type podMetrics struct {
 	startDuration    prometheus.Histogram
 	startTotal       prometheus.Histogram
 	containersPerPod prometheus.Histogram
+	// The kubelet's resize counters: resizes asked for, by container resource, requirement and operation;
+	// resizes found infeasible, by why.
+	requestedResizes  *prometheus.CounterVec
+	infeasibleResizes *prometheus.CounterVec
 }
 
 // podStartupDurationBuckets are the kubelet's buckets of the pod start histograms.
@@ -37,9 +41,15 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 			Buckets: podStartupDurationBuckets}),
 		containersPerPod: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "containers_per_pod_count",
 			Help: "The number of containers per pod.", Buckets: prometheus.ExponentialBuckets(1, 2, 5)}),
+		requestedResizes: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "container_requested_resizes_total",
+			Help: "Number of requested resizes, counted at the container level. Different resources on the same container are counted separately. " +
+				"The 'requirement' label refers to 'memory' or 'limits'; the 'operation' label can be one of 'add', 'remove', 'increase' or 'decrease'."},
+			[]string{"resource", "requirement", "operation"}),
+		infeasibleResizes: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "pod_infeasible_resizes_total",
+			Help: "Number of infeasible resizes for pods."}, []string{"reason_detail"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.workerDuration, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod)
+		reg.MustRegister(m.workerDuration, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod, m.requestedResizes, m.infeasibleResizes)
 	}
 	return m
 }
@@ -47,7 +57,11 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 // RegisterMetrics registers the pod metrics, including running pods and containers, with reg.
 func (r *Reconciler) RegisterMetrics(reg prometheus.Registerer) {
 	r.metrics = newPodMetrics(reg)
+	r.resizes.metrics = r.metrics
 	r.syncer.RegisterMetrics(reg)
+	if err := r.alloc.RegisterMetrics(reg, r.desiredPodByUID); err != nil {
+		panic(err)
+	}
 	if err := r.statuses.RegisterMetrics(reg); err != nil {
 		panic(err) // as MustRegister: a name registered twice is a programming error
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +49,7 @@ type resizer struct {
 	admitted func(except types.UID) []*corev1.Pod
 	syncing  func(uid types.UID) *corev1.Pod
 	enqueue  func(types.NamespacedName)
+	metrics  *podMetrics
 
 	mu        sync.Mutex
 	retryDue  atomic.Bool
@@ -71,6 +73,8 @@ func (r *resizer) allocatedPod(ctx context.Context, pod *corev1.Pod) *corev1.Pod
 		return pod
 	}
 	if p := r.alloc.Pending(pod.UID); p == nil || p.ObservedGeneration != pod.Generation {
+		allocated, _ := r.alloc.PodWithAllocation(pod)
+		r.countRequested(allocated, pod)
 		r.decide(ctx, pod)
 	}
 	allocated, _ := r.alloc.PodWithAllocation(pod)
@@ -90,6 +94,7 @@ func (r *resizer) decide(ctx context.Context, pod *corev1.Pod) bool {
 	}
 	reason, message := r.infeasible(pod, allocated), ""
 	if reason != "" {
+		r.metrics.infeasibleResizes.WithLabelValues("swap_limitation").Inc()
 		reason, message = allocation.ReasonInfeasible, reason
 	} else {
 		node, err := r.node(ctx)
@@ -138,6 +143,42 @@ func (r *resizer) infeasible(desired, allocated *corev1.Pod) string {
 			podrules.LimitedSwapEligible(allocated, a, podrules.GetPodQOS(allocated), hr.CgroupV2) {
 			return msgSwapResize
 		}
+	}
+	return ""
+}
+
+// countRequested counts a resize asked for, per container resource and requirement that changes, as the
+// kubelet's kubelet_container_requested_resizes_total.
+func (r *resizer) countRequested(allocated, desired *corev1.Pod) {
+	for _, pair := range containerPairs(desired, allocated) {
+		d, a := pair[0].Resources, pair[1].Resources
+		for _, c := range []struct {
+			resource, requirement string
+			desired, allocated    *resource.Quantity
+		}{
+			{"memory", "requests", d.Requests.Memory(), a.Requests.Memory()},
+			{"memory", "limits", d.Limits.Memory(), a.Limits.Memory()},
+			{"cpu", "requests", d.Requests.Cpu(), a.Requests.Cpu()},
+			{"cpu", "limits", d.Limits.Cpu(), a.Limits.Cpu()},
+		} {
+			if op := resizeOperation(c.desired, c.allocated); op != "" {
+				r.metrics.requestedResizes.WithLabelValues(c.resource, c.requirement, op).Inc()
+			}
+		}
+	}
+}
+
+// resizeOperation is the kubelet's resizeOperationForResources: add, remove, increase, decrease or "".
+func resizeOperation(desired, allocated *resource.Quantity) string {
+	switch {
+	case desired.IsZero() && !allocated.IsZero():
+		return "remove"
+	case allocated.IsZero() && !desired.IsZero():
+		return "add"
+	case desired.Cmp(*allocated) < 0:
+		return "decrease"
+	case desired.Cmp(*allocated) > 0:
+		return "increase"
 	}
 	return ""
 }

@@ -196,6 +196,16 @@ func (r *Reconciler) deviceHolders(ctx context.Context) func(types.UID) bool {
 // kubelet's pod resources API lists), with the resources they were admitted with.
 func (r *Reconciler) AdmittedPods() []*corev1.Pod { return r.admittedPods("") }
 
+// desiredPodByUID is the pod of a worker whose pod is still desired, whatever its stage (nil: none).
+func (r *Reconciler) desiredPodByUID(uid types.UID) *corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.workers[uid]; ok && !w.orphaned.Load() {
+		return w.pod
+	}
+	return nil
+}
+
 // syncingPod is the desired pod of a syncing worker (nil: none).
 func (r *Reconciler) syncingPod(uid types.UID) *corev1.Pod {
 	r.mu.Lock()

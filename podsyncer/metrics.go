@@ -22,6 +22,7 @@ type metrics struct {
 	startedContainers      *prometheus.CounterVec
 	startedContainerErrors *prometheus.CounterVec
 	imagePullDuration      *prometheus.HistogramVec
+	resizeDuration         *prometheus.HistogramVec
 }
 
 // imagePullDurationBuckets are the kubelet's buckets of kubelet_image_pull_duration_seconds.
@@ -84,10 +85,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cumulative number of errors when starting containers"}, []string{"container_type", "code"}),
 		imagePullDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "image_pull_duration_seconds",
 			Help: "Duration in seconds to pull an image.", Buckets: imagePullDurationBuckets}, []string{"image_size_in_bytes"}),
+		resizeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_resize_duration_milliseconds",
+			Help:    "Duration in milliseconds to actuate a pod resize",
+			Buckets: []float64{10, 50, 100, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000, 120000, 300000, 600000}}, []string{"success"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.sandboxDuration, m.containerStarts, m.podStateReads, m.startedPods, m.startedUserNamespacedPods,
-			m.userNamespacedPodErrors, m.startedPodsErrors, m.startedContainers, m.startedContainerErrors, m.imagePullDuration)
+			m.userNamespacedPodErrors, m.startedPodsErrors, m.startedContainers, m.startedContainerErrors, m.imagePullDuration,
+			m.resizeDuration)
 	}
 	return m
 }
@@ -96,4 +101,5 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 func (s *Syncer) RegisterMetrics(reg prometheus.Registerer) {
 	s.metrics = newMetrics(reg)
 	s.puller.pullDuration.Store(s.metrics.imagePullDuration)
+	s.resize.duration.Store(s.metrics.resizeDuration)
 }

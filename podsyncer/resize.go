@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelet/nodelet/allocation"
@@ -44,6 +48,9 @@ type resizer struct {
 	cgroups   *cgroupKeeper
 	changed   func(uid types.UID)
 	keep      func(uid types.UID, st *runtime.PodStatus, gen uint64)
+	clock     clock.PassiveClock
+	// duration is kubelet_pod_resize_duration_milliseconds (by success).
+	duration atomic.Pointer[prometheus.HistogramVec]
 }
 
 // resizePhase applies an in-place resize to the running containers of the pod's ready sandbox and to its
@@ -52,13 +59,14 @@ type resizer struct {
 // values once no container is being resized or restarted, and its pod-level resources are then recorded as
 // actuated. A memory limit decrease below what a container or the pod uses is refused before anything is
 // applied.
-func (s *resizer) phase(ctx context.Context, sc *Scope, restarting bool, updates []resizeUpdate) error {
+func (s *resizer) phase(ctx context.Context, sc *Scope, restarting bool, updates []resizeUpdate) (err error) {
 	sb := sc.Runtime.ReadySandbox()
 	if sb == nil {
 		return nil
 	}
 	ps, pod := sc.State, sc.Pod
 	podLevel := podLevelResizePending(pod, s.actuation)
+	defer s.timeResize(len(updates) > 0 || podLevel)(&err)
 	if len(updates) > 0 || restarting || podLevel {
 		if err := s.checkMemoryDecrease(ctx, sb.Id, ps, pod, updates); err != nil {
 			return err
@@ -69,7 +77,6 @@ func (s *resizer) phase(ctx context.Context, sc *Scope, restarting bool, updates
 		return err
 	}
 	final := !resizing
-	var err error
 	if len(updates) > 0 {
 		if err = s.updateAndRead(ctx, sc, sb.Id, updates); err != nil || restarting {
 			return err
@@ -81,6 +88,18 @@ func (s *resizer) phase(ctx context.Context, sc *Scope, restarting bool, updates
 		err = errors.Join(err, s.actuation.SetActuatedPodLevel(pod))
 	}
 	return err
+}
+
+// timeResize starts timing a resize being applied (active); the function it returns observes its
+// duration and outcome (kubelet_pod_resize_duration_milliseconds).
+func (s *resizer) timeResize(active bool) func(err *error) {
+	if !active {
+		return func(*error) {}
+	}
+	start := s.clock.Now()
+	return func(err *error) {
+		s.duration.Load().WithLabelValues(strconv.FormatBool(*err == nil)).Observe(float64(s.clock.Since(start).Milliseconds()))
+	}
 }
 
 // updateAndRead updates the running containers in place and reads them back into sc.Runtime.

@@ -193,7 +193,9 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 		changed: s.changed, enqueue: s.enqueue}
 	s.cgroups = &cgroupKeeper{podCgroups: deps.PodCgroups, admittedPods: deps.AdmittedPods, recorder: s.recorder,
 		sandboxOpts: s.sandboxOpts}
-	s.resize = &resizer{cri: s.cri, actuation: deps.Actuation, config: s.config, cgroups: s.cgroups, changed: s.changed, keep: s.keep}
+	s.resize = &resizer{cri: s.cri, actuation: deps.Actuation, config: s.config, cgroups: s.cgroups, changed: s.changed, keep: s.keep,
+		clock: s.clock}
+	s.resize.duration.Store(s.metrics.resizeDuration)
 	s.puller = newImagePuller(s.cri, s.clock, opts.ImagePulls, s.recorder, deps.PullRecords, func(key string) {
 		ns, name, _ := toolscache.SplitMetaNamespaceKey(key)
 		s.enqueue(types.NamespacedName{Namespace: ns, Name: name})

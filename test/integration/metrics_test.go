@@ -14,30 +14,6 @@ import (
 var _ = Describe("The kubelet's metrics", func() {
 	ctx := context.Background()
 
-	// series are the samples of the family name, by their labels ("k=v,..." in label order): a counter's or
-	// gauge's value, a histogram's count.
-	series := func(b *podBed, name string) map[string]float64 {
-		families, err := b.metrics.Gather()
-		Expect(err).NotTo(HaveOccurred())
-		out := map[string]float64{}
-		for _, f := range families {
-			if f.GetName() != name {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				key := ""
-				for i, l := range m.GetLabel() {
-					if i > 0 {
-						key += ","
-					}
-					key += l.GetName() + "=" + l.GetValue()
-				}
-				out[key] = value(f.GetType(), m)
-			}
-		}
-		return out
-	}
-
 	It("count and time a pod's start, its containers and the node's pods", func() {
 		nodeName, ns := "metrics-"+utilrand.String(6), "ns-"+utilrand.String(6)
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -47,21 +23,21 @@ var _ = Describe("The kubelet's metrics", func() {
 		Expect(admin.Create(ctx, busyboxPod(ns, "web", nodeName))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(apiPod(ctx, g, ns, "web").Status.Phase).To(Equal(corev1.PodRunning))
-			g.Expect(series(b, "kubelet_pod_start_duration_seconds")).To(Equal(map[string]float64{"": 1}))
+			g.Expect(metricSeries(b, "kubelet_pod_start_duration_seconds")).To(Equal(map[string]float64{"": 1}))
 		}).Should(Succeed())
 
-		Expect(series(b, "kubelet_node_name")).To(Equal(map[string]float64{"node=" + nodeName: 1}))
-		Expect(series(b, "kubelet_started_pods_total")).To(Equal(map[string]float64{"": 1}))
-		Expect(series(b, "kubelet_started_containers_total")).To(Equal(map[string]float64{"container_type=container": 1}))
-		Expect(series(b, "kubelet_pod_start_total_duration_seconds")).To(Equal(map[string]float64{"": 1}))
-		Expect(series(b, "kubelet_image_pull_duration_seconds")).To(Equal(map[string]float64{"image_size_in_bytes=10MB-100MB": 1}))
-		Expect(series(b, "kubelet_containers_per_pod_count")).To(Equal(map[string]float64{"": 1}))
-		Expect(series(b, "kubelet_pod_status_sync_duration_seconds")[""]).To(BeNumerically(">=", 1))
-		Expect(series(b, "kubelet_active_pods")).To(Equal(map[string]float64{"static=": 1, "static=true": 0}))
-		Expect(series(b, "kubelet_desired_pods")).To(Equal(map[string]float64{"static=": 1, "static=true": 0}))
-		Expect(series(b, "kubelet_working_pods")).To(HaveKeyWithValue("config=desired,lifecycle=sync,static=", 1.0))
-		Expect(series(b, "kubelet_mirror_pods")).To(Equal(map[string]float64{"": 0}))
-		Expect(series(b, "kubelet_managed_ephemeral_containers")).To(Equal(map[string]float64{"": 0}))
+		Expect(metricSeries(b, "kubelet_node_name")).To(Equal(map[string]float64{"node=" + nodeName: 1}))
+		Expect(metricSeries(b, "kubelet_started_pods_total")).To(Equal(map[string]float64{"": 1}))
+		Expect(metricSeries(b, "kubelet_started_containers_total")).To(Equal(map[string]float64{"container_type=container": 1}))
+		Expect(metricSeries(b, "kubelet_pod_start_total_duration_seconds")).To(Equal(map[string]float64{"": 1}))
+		Expect(metricSeries(b, "kubelet_image_pull_duration_seconds")).To(Equal(map[string]float64{"image_size_in_bytes=10MB-100MB": 1}))
+		Expect(metricSeries(b, "kubelet_containers_per_pod_count")).To(Equal(map[string]float64{"": 1}))
+		Expect(metricSeries(b, "kubelet_pod_status_sync_duration_seconds")[""]).To(BeNumerically(">=", 1))
+		Expect(metricSeries(b, "kubelet_active_pods")).To(Equal(map[string]float64{"static=": 1, "static=true": 0}))
+		Expect(metricSeries(b, "kubelet_desired_pods")).To(Equal(map[string]float64{"static=": 1, "static=true": 0}))
+		Expect(metricSeries(b, "kubelet_working_pods")).To(HaveKeyWithValue("config=desired,lifecycle=sync,static=", 1.0))
+		Expect(metricSeries(b, "kubelet_mirror_pods")).To(Equal(map[string]float64{"": 0}))
+		Expect(metricSeries(b, "kubelet_managed_ephemeral_containers")).To(Equal(map[string]float64{"": 0}))
 	})
 })
 
@@ -76,4 +52,28 @@ func value(t dto.MetricType, m *dto.Metric) float64 {
 		return float64(m.GetHistogram().GetSampleCount())
 	}
 	return 0
+}
+
+// metricSeries are the samples of the agent's family name, by their labels ("k=v,..." in label order): a
+// counter's or gauge's value, a histogram's count.
+func metricSeries(b *podBed, name string) map[string]float64 {
+	families, err := b.metrics.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := ""
+			for i, l := range m.GetLabel() {
+				if i > 0 {
+					key += ","
+				}
+				key += l.GetName() + "=" + l.GetValue()
+			}
+			out[key] = value(f.GetType(), m)
+		}
+	}
+	return out
 }

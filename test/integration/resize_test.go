@@ -117,6 +117,12 @@ var _ = Describe("In-place pod resize", func() {
 		}).Should(Succeed())
 		Expect(podContainers(rt, "web")).To(HaveLen(1), "resized in place, not restarted")
 		Expect(rt.Calls()).To(ContainElement("UpdateContainerResources"))
+		Expect(metricSeries(bed, "kubelet_container_requested_resizes_total")).To(Equal(map[string]float64{
+			"operation=increase,requirement=requests,resource=cpu": 1, "operation=increase,requirement=limits,resource=cpu": 1,
+			"operation=increase,requirement=requests,resource=memory": 1, "operation=increase,requirement=limits,resource=memory": 1,
+		}))
+		Expect(metricSeries(bed, "kubelet_pod_resize_duration_milliseconds")["success=true"]).To(BeNumerically(">=", 1))
+		Expect(metricSeries(bed, "kubelet_pod_in_progress_resizes")).To(Equal(map[string]float64{"": 0}))
 		ev := events(bed)
 		Expect(ev).To(ContainSubstring(`Normal ResizeStarted Pod resize started: {"containers":[{"name":"app","resources":{"limits":{"cpu":"300m","memory":"192Mi"},"requests":{"cpu":"150m","memory":"96Mi"}}}],"generation":2}`))
 		Expect(ev).To(ContainSubstring(`Normal ResizeCompleted Pod resize completed:`))
