@@ -18,6 +18,7 @@ import (
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/periodic"
+	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
@@ -241,5 +242,15 @@ func (a *Agent) nodeReconciler(rec record.EventRecorder, ips []net.IP) (*control
 		r.Pressure = a.eviction
 	}
 	r.NoEphemeralStorage = kc.LocalStorageCapacityIsolation != nil && !*kc.LocalStorageCapacityIsolation
+	var boot time.Time
+	if m, ok := r.Machine.(interface{ Usage() (machine.Usage, error) }); ok {
+		if u, err := m.Usage(); err == nil {
+			boot = u.BootTime
+		}
+	}
+	r.Startup = controllers.NewNodeStartup(a.clock(), boot)
+	if err := r.Startup.Register(a.opts.Metrics); err != nil {
+		return nil, fmt.Errorf("register node startup metrics: %w", err)
+	}
 	return r, nil
 }

@@ -80,6 +80,8 @@ type NodeReconciler struct {
 	Runtime  nodeRuntime
 	Machine  machineReader
 	Clock    clock.WithTicker
+	// Startup, when set, times the node's startup (kubelet_node_startup_*).
+	Startup *NodeStartup
 
 	NodeName       string
 	Hostname       string
@@ -211,6 +213,7 @@ func (r *NodeReconciler) register(ctx context.Context, obs observation) error {
 	node := r.initialNode()
 	now := metav1.NewTime(r.Clock.Now())
 	node.Status = r.nodeStatus(corev1.NodeStatus{}, obs, r.pressure(), now)
+	r.Startup.attempt()
 	err := r.Client.Create(ctx, node)
 	if apierrors.IsAlreadyExists(err) {
 		return r.reconcileLabels(ctx)
@@ -218,6 +221,7 @@ func (r *NodeReconciler) register(ctx context.Context, obs observation) error {
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", r.NodeName, err)
 	}
+	r.Startup.registered()
 	ctrl.LoggerFrom(ctx).Info("Successfully registered node", "node", r.NodeName)
 	r.mu.Lock()
 	r.lastReport = now.Time
@@ -287,6 +291,11 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ob
 	r.lastReport = now
 	r.mu.Unlock()
 	r.recordTransitions(desired.Conditions)
+	for _, c := range desired.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			r.Startup.ready()
+		}
+	}
 	return nil
 }
 

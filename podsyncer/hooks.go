@@ -3,9 +3,11 @@ package podsyncer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -104,12 +106,21 @@ func (s *stopper) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	case h.Sleep != nil:
 		select {
 		case <-ctx.Done():
+			// Cut short (the grace period ended): the kubelet counts it and fails the hook.
+			s.hookMetrics().sleepTerminated.Inc()
+			return "", errors.New("container terminated before sleep hook finished")
 		case <-s.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
 		}
 		return "", nil
 	default:
 		return "", fmt.Errorf("lifecycle handler has no action")
 	}
+}
+
+// isHTTPResponseError: an HTTPS request got a plain HTTP answer (the kubelet's check).
+func isHTTPResponseError(err error) bool {
+	var urlErr *url.Error
+	return errors.As(err, &urlErr) && strings.Contains(urlErr.Err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 // runHTTPHook sends the hook's GET through the one hook client (probes.HookClient: HTTPS not verified,
@@ -132,6 +143,19 @@ func (s *stopper) runHTTPHook(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		return err
 	}
 	resp, err := probes.HookClient().Do(req)
+	if isHTTPResponseError(err) {
+		// An HTTPS hook answered by a plain HTTP server is tried again over HTTP, as by the kubelet.
+		plain := req.Clone(ctx)
+		plain.URL.Scheme = "http"
+		plain.Header.Del("Authorization")
+		if resp, err = probes.HookClient().Do(plain); err == nil {
+			s.hookMetrics().httpFallbacks.Inc()
+			if pod != nil {
+				s.recorder.Event(PodRef(pod), corev1.EventTypeWarning, "LifecycleHTTPFallback",
+					fmt.Sprintf("request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", plain.URL.Host))
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/record"
 )
 
 // An httpGet hook follows redirects only to the same host, as the kubelet's hook client and the probes do: a
@@ -58,5 +61,29 @@ func TestHTTPHookRedirects(t *testing.T) {
 	}
 	if sameHost.Load() != true {
 		t.Error("a redirect to the same host was not followed")
+	}
+}
+
+// An HTTPS hook answered by a plain HTTP server is tried again over HTTP, with the kubelet's
+// LifecycleHTTPFallback event and counter.
+func TestHTTPSHookFallsBackToHTTP(t *testing.T) {
+	var hits atomic.Int32
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer hook.Close()
+	_, hookPort, _ := net.SplitHostPort(hook.Listener.Addr().String())
+	port, _ := strconv.Atoi(hookPort)
+	rec := record.NewFakeRecorder(10)
+	r := newTestSyncer(t, Deps{Recorder: rec}, Options{})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	err := r.stop.runHTTPHook(context.Background(), pod, &corev1.Container{Name: "c"},
+		&corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt(port), Path: "/", Scheme: corev1.URISchemeHTTPS})
+	if err != nil || hits.Load() != 1 {
+		t.Fatalf("hook = %v after %d requests, want one plain HTTP request that succeeded", err, hits.Load())
+	}
+	if got := testutil.ToFloat64(r.metrics.httpFallbacks); got != 1 {
+		t.Errorf("lifecycle_handler_http_fallbacks_total = %v", got)
+	}
+	if e := <-rec.Events; !strings.HasPrefix(e, "Warning LifecycleHTTPFallback request to HTTPS lifecycle hook 127.0.0.1:") {
+		t.Errorf("event %q", e)
 	}
 }

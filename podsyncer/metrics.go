@@ -23,6 +23,9 @@ type metrics struct {
 	startedContainerErrors *prometheus.CounterVec
 	imagePullDuration      *prometheus.HistogramVec
 	resizeDuration         *prometheus.HistogramVec
+	// The kubelet's lifecycle hook counters: HTTPS hooks answered over HTTP, sleep hooks cut short.
+	httpFallbacks   prometheus.Counter
+	sleepTerminated prometheus.Counter
 }
 
 // imagePullDurationBuckets are the kubelet's buckets of kubelet_image_pull_duration_seconds.
@@ -88,11 +91,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		resizeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_resize_duration_milliseconds",
 			Help:    "Duration in milliseconds to actuate a pod resize",
 			Buckets: []float64{10, 50, 100, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000, 120000, 300000, 600000}}, []string{"success"}),
+		httpFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "kubelet", Name: "lifecycle_handler_http_fallbacks_total",
+			Help: "The number of times lifecycle handlers successfully fell back to http from https."}),
+		sleepTerminated: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "kubelet", Name: "sleep_action_terminated_early_total",
+			Help: "The number of times lifecycle sleep handler got terminated before it finishes"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.sandboxDuration, m.containerStarts, m.podStateReads, m.startedPods, m.startedUserNamespacedPods,
 			m.userNamespacedPodErrors, m.startedPodsErrors, m.startedContainers, m.startedContainerErrors, m.imagePullDuration,
-			m.resizeDuration)
+			m.resizeDuration, m.httpFallbacks, m.sleepTerminated)
 	}
 	return m
 }

@@ -190,7 +190,7 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 		services: deps.Services, devices: deps.Devices, userns: deps.UserNamespaces, dra: deps.DynamicResources, nodeName: opts.NodeName, rootDir: s.rootDir, hostIPs: s.hostIPs, sandboxOpts: s.sandboxOpts,
 		seccompDefault: opts.SeccompDefault, hostResources: opts.HostResources}
 	s.stop = &stopper{cri: s.cri, recorder: s.recorder, clock: s.clock, hostIPs: s.hostIPs, readPod: s.ReadPod,
-		changed: s.changed, enqueue: s.enqueue}
+		changed: s.changed, enqueue: s.enqueue, hookMetrics: func() *metrics { return s.metrics }}
 	s.cgroups = &cgroupKeeper{podCgroups: deps.PodCgroups, admittedPods: deps.AdmittedPods, recorder: s.recorder,
 		sandboxOpts: s.sandboxOpts}
 	s.resize = &resizer{cri: s.cri, actuation: deps.Actuation, config: s.config, cgroups: s.cgroups, changed: s.changed, keep: s.keep,
@@ -236,6 +236,8 @@ type stopper struct {
 	readPod  func(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, uint64, error)
 	changed  func(uid types.UID)
 	enqueue  func(types.NamespacedName)
+	// hookMetrics are the syncer's metrics (set once, before pods run).
+	hookMetrics func() *metrics
 }
 
 // cgroupKeeper makes a pod's cgroup before its sandbox and removes it after, keeping the QoS cgroups up
