@@ -27,6 +27,9 @@ type housekeeping struct {
 	r *Reconciler
 	// lastClaimsRelease is when the claims of inactive pods were last released.
 	lastClaimsRelease time.Time
+	// orphansSeen are the runtime orphans counted already (kubelet_orphaned_runtime_pods_total counts each
+	// once), while the runtime still has them.
+	orphansSeen map[types.UID]bool
 }
 
 // claimsReleasePeriod is how often the claims of pods the node no longer has are released.
@@ -45,10 +48,22 @@ func (h *housekeeping) run(ctx context.Context) {
 	}
 	desired := r.desiredUIDs(apiPods)
 	inRuntime := map[types.UID]bool{}
+	if h.orphansSeen == nil {
+		h.orphansSeen = map[types.UID]bool{}
+	}
 	for _, p := range r.pleg.Pods() {
 		inRuntime[p.UID] = true
 		if !desired[p.UID] && !r.known(p.UID) {
+			if !h.orphansSeen[p.UID] {
+				h.orphansSeen[p.UID] = true
+				r.metrics.orphanedRuntimePods.Inc()
+			}
 			r.enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	for uid := range h.orphansSeen {
+		if !inRuntime[uid] {
+			delete(h.orphansSeen, uid)
 		}
 	}
 	h.removeOrphanedDirs(ctx, desired, inRuntime)

@@ -20,6 +20,8 @@ type podMetrics struct {
 	// resizes found infeasible, by why.
 	requestedResizes  *prometheus.CounterVec
 	infeasibleResizes *prometheus.CounterVec
+	// orphanedRuntimePods counts the pods found in the runtime that no worker knew.
+	orphanedRuntimePods prometheus.Counter
 }
 
 // podStartupDurationBuckets are the kubelet's buckets of the pod start histograms.
@@ -47,9 +49,13 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 			[]string{"resource", "requirement", "operation"}),
 		infeasibleResizes: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "pod_infeasible_resizes_total",
 			Help: "Number of infeasible resizes for pods."}, []string{"reason_detail"}),
+		orphanedRuntimePods: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "kubelet", Name: "orphaned_runtime_pods_total",
+			Help: "Number of pods that have been detected in the container runtime without being already known to the pod worker. " +
+				"This typically indicates the kubelet was restarted while a pod was force deleted in the API or in the local configuration, which is unusual."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.workerDuration, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod, m.requestedResizes, m.infeasibleResizes)
+		reg.MustRegister(m.workerDuration, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod, m.requestedResizes, m.infeasibleResizes,
+			m.orphanedRuntimePods)
 	}
 	return m
 }
