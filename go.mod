@@ -14,6 +14,7 @@ require (
 	github.com/onsi/ginkgo/v2 v2.32.0
 	github.com/onsi/gomega v1.40.0
 	github.com/prometheus/client_golang v1.24.0
+	github.com/prometheus/client_model v0.6.2
 	github.com/spf13/pflag v1.0.10
 	go.uber.org/zap v1.27.1
 	golang.org/x/sync v0.22.0
@@ -28,6 +29,8 @@ require (
 	k8s.io/component-base v0.37.1
 	k8s.io/component-helpers v0.37.1
 	k8s.io/cri-api v0.37.1
+	k8s.io/cri-streaming v0.37.1
+	k8s.io/dynamic-resource-allocation v0.37.1
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubelet v0.37.1
 	k8s.io/kubernetes v1.37.1
@@ -89,7 +92,6 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
@@ -123,7 +125,6 @@ require (
 	gotest.tools/v3 v3.5.2 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	k8s.io/controller-manager v0.0.0 // indirect
-	k8s.io/dynamic-resource-allocation v0.37.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect

@@ -300,6 +300,11 @@ type fakeRuntime struct {
 	sandboxStats []*runtimeapi.PodSandboxStats
 	imageFs      *runtimeapi.ImageFsInfoResponse
 	streamURL    string
+	// streamer, when set, answers Exec, Attach and PortForward with its URLs (a real CRI streaming server).
+	streamer interface {
+		GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+		GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+	}
 	execs        []*runtimeapi.ExecRequest
 	attaches     []*runtimeapi.AttachRequest
 	forwards     []*runtimeapi.PortForwardRequest
@@ -409,6 +414,10 @@ func (f *fakeRuntime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (stri
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.execs = append(f.execs, req)
+	if f.streamer != nil {
+		resp, err := f.streamer.GetExec(req)
+		return resp.GetUrl(), err
+	}
 	return f.streamURL + "/exec/token", nil
 }
 
@@ -423,6 +432,10 @@ func (f *fakeRuntime) PortForward(_ context.Context, req *runtimeapi.PortForward
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.forwards = append(f.forwards, req)
+	if f.streamer != nil {
+		resp, err := f.streamer.GetPortForward(req)
+		return resp.GetUrl(), err
+	}
 	return f.streamURL + "/portforward/token", nil
 }
 
