@@ -305,12 +305,12 @@ type fakeRuntime struct {
 		GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
 		GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
 	}
-	execs        []*runtimeapi.ExecRequest
-	attaches     []*runtimeapi.AttachRequest
-	forwards     []*runtimeapi.PortForwardRequest
-	execSync     func(id string, cmd []string) *runtimeapi.ExecSyncResponse
-	reopen       func(id string) error
-	reopened     []string
+	execs    []*runtimeapi.ExecRequest
+	attaches []*runtimeapi.AttachRequest
+	forwards []*runtimeapi.PortForwardRequest
+	execSync func(id string, cmd []string) *runtimeapi.ExecSyncResponse
+	reopen   func(id string) error
+	reopened []string
 }
 
 func newFakeRuntime() *fakeRuntime {
