@@ -7,7 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -38,10 +39,15 @@ func sysctlAllowlist(ctx context.Context, cfg *config.Config) (*podlifecycle.Sys
 // hardening wires the pod cgroups (podPidsLimit) and the image pull credential verification into the pod
 // controller, each only where it applies (a nil pointer must not become a non-nil interface); on the host
 // only (a simulated node makes no cgroups and keeps no records on disk).
-func (h host) hardening(a *Agent, deps *podlifecycle.Deps, connector *runtime.Connector) error {
+func (h host) hardening(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder, connector *runtime.Connector) error {
 	cg, err := podCgroups(a.cfg, a.opts.Metrics, a.hostResources.HugePageSizes)
 	if err != nil {
 		return err
+	}
+	if cg != nil && rec != nil {
+		// The kubepods cgroup now holds the node's allocatable: the kubelet's event.
+		rec.Event(&corev1.ObjectReference{Kind: "Node", Name: a.cfg.NodeName, UID: types.UID(a.cfg.NodeName)},
+			corev1.EventTypeNormal, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
 	}
 	version := prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: "kubelet", Name: "cgroup_version", Help: "cgroup version on the hosts."})
 	version.Set(1)

@@ -119,7 +119,7 @@ func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecord
 	if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {
 		return nil, fmt.Errorf("register volume metrics: %w", err)
 	}
-	if err := h.hardening(a, deps, connector); err != nil {
+	if err := h.hardening(a, deps, rec, connector); err != nil {
 		return nil, err
 	}
 	if err := h.deviceManager(a, deps); err != nil {

@@ -122,6 +122,9 @@ type NodeReconciler struct {
 	lastReport     time.Time
 	lastConditions map[corev1.NodeConditionType]corev1.ConditionStatus
 	ticks          chan event.GenericEvent
+	// started: the Starting event was recorded; rebooted: the Rebooted one; unschedulable is the Node's
+	// spec.unschedulable last seen (false at start, as the kubelet's).
+	started, rebooted, unschedulable bool
 }
 
 // SetupWithManager registers the reconciler: it watches its own Node (deletions re-register it) and a
@@ -166,6 +169,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
+	r.recordStarting()
 	obs, err := r.observe(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -178,6 +182,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("get node %s: %w", r.NodeName, err)
 	}
+	r.recordSchedulable(node.Spec.Unschedulable)
 	if err := r.updateStatus(ctx, node, obs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -286,6 +291,9 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ob
 	if err := r.Client.Status().Patch(ctx, updated, client.StrategicMergeFrom(node)); err != nil {
 		return fmt.Errorf("update status of node %s: %w", r.NodeName, err)
 	}
+	if old, now := node.Status.NodeInfo.BootID, desired.NodeInfo.BootID; old != "" && now != "" && old != now {
+		r.recordRebooted(now)
+	}
 	r.markVolumesReported(desired.VolumesInUse)
 	r.mu.Lock()
 	r.lastReport = now
@@ -314,7 +322,7 @@ func (r *NodeReconciler) recordTransitions(conds []corev1.NodeCondition) {
 	if r.lastConditions == nil {
 		r.lastConditions = map[corev1.NodeConditionType]corev1.ConditionStatus{}
 	}
-	ref := &corev1.ObjectReference{Kind: "Node", Name: r.NodeName, UID: types.UID(r.NodeName)}
+	ref := r.nodeRef()
 	for _, c := range conds {
 		prev, seen := r.lastConditions[c.Type]
 		if seen && prev == c.Status {
@@ -324,6 +332,52 @@ func (r *NodeReconciler) recordTransitions(conds []corev1.NodeCondition) {
 		if reason := conditionEvent(c); reason != "" && r.Recorder != nil {
 			r.Recorder.Eventf(ref, corev1.EventTypeNormal, reason, "Node %s status is now: %s", r.NodeName, reason)
 		}
+	}
+}
+
+// nodeRef is the Node as the kubelet's events name it (its UID the node's name).
+func (r *NodeReconciler) nodeRef() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", Name: r.NodeName, UID: types.UID(r.NodeName)}
+}
+
+// recordStarting records the kubelet's Starting event once per agent start.
+func (r *NodeReconciler) recordStarting() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started || r.Recorder == nil {
+		return
+	}
+	r.started = true
+	r.Recorder.Event(r.nodeRef(), corev1.EventTypeNormal, "Starting", "Starting kubelet.")
+}
+
+// recordRebooted records, once, that the machine booted again since the Node's status was last written
+// (its boot ID changed).
+func (r *NodeReconciler) recordRebooted(bootID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rebooted || r.Recorder == nil {
+		return
+	}
+	r.rebooted = true
+	r.Recorder.Eventf(r.nodeRef(), corev1.EventTypeWarning, "Rebooted", "Node %s has been rebooted, boot id: %s", r.NodeName, bootID)
+}
+
+// recordSchedulable records NodeSchedulable or NodeNotSchedulable when spec.unschedulable changed since
+// last seen (a cordon or an uncordon).
+func (r *NodeReconciler) recordSchedulable(unschedulable bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unschedulable == unschedulable {
+		return
+	}
+	r.unschedulable = unschedulable
+	reason := "NodeSchedulable"
+	if unschedulable {
+		reason = "NodeNotSchedulable"
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(r.nodeRef(), corev1.EventTypeNormal, reason, "Node %s status is now: %s", r.NodeName, reason)
 	}
 }
 

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
@@ -298,6 +300,37 @@ var _ = Describe("Node reconciler", func() {
 			g.Expect(getNode(g).Status.VolumesInUse).To(BeEmpty())
 			g.Expect(vols.lastReported()).To(BeEmpty())
 		}).Should(Succeed())
+	})
+
+	It("records the kubelet's node events: Starting, a cordon and an uncordon, a reboot", func() {
+		Eventually(func(g Gomega) { getNode(g) }).Should(Succeed())
+		// seen waits for the event, the node's status evaluated every tick.
+		seen := func(want string) {
+			Eventually(func() string {
+				tick()
+				select {
+				case e := <-events.Events:
+					return e
+				case <-time.After(100 * time.Millisecond):
+					return ""
+				}
+			}).Should(Equal(want))
+		}
+		seen("Normal Starting Starting kubelet.")
+		setUnschedulable := func(v bool) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+			patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v)
+			Expect(admin.Patch(context.Background(), n, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		}
+		setUnschedulable(true)
+		seen("Normal NodeNotSchedulable Node " + nodeName + " status is now: NodeNotSchedulable")
+		setUnschedulable(false)
+		seen("Normal NodeSchedulable Node " + nodeName + " status is now: NodeSchedulable")
+
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+		Expect(admin.Status().Patch(context.Background(), n,
+			client.RawPatch(types.MergePatchType, []byte(`{"status":{"nodeInfo":{"bootID":"boot-0"}}}`)))).To(Succeed())
+		seen("Warning Rebooted Node " + nodeName + " has been rebooted, boot id: boot-1")
 	})
 
 	It("registers the node again after it was deleted", func() {

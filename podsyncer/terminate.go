@@ -178,6 +178,11 @@ func (s *stopper) killContainer(ctx context.Context, pod *corev1.Pod, k killActi
 	remaining := max(int64(deadline.Sub(s.clock.Now()).Round(time.Second)/time.Second), minStopTimeout)
 	if err := s.cri.StopContainer(ctx, c.ID, remaining); err != nil && !errors.Is(err, runtime.ErrNotFound) && ctx.Err() == nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to stop container", "containerID", c.ID, "container", c.Name)
+		if pod != nil {
+			// The kubelet's event for a pod whose kill failed, its message the kill's sync result.
+			s.recorder.Eventf(PodRef(pod), corev1.EventTypeWarning, "FailedKillPod",
+				"error killing pod: failed to %q for %q with KillContainerError: %q", "KillContainer", c.Name, err.Error())
+		}
 	}
 }
 
