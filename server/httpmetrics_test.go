@@ -2,11 +2,15 @@ package server
 
 import (
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/runtime/podconfig"
 )
 
 // Every request the node API gets is counted by method, path root and server type, as by the kubelet:
@@ -45,5 +49,27 @@ func TestMetricBucket(t *testing.T) {
 		if got := metricBucket(path); got != want {
 			t.Errorf("metricBucket(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// kubelet_container_log_filesystem_used_bytes is what each running container's log directory holds.
+func TestContainerLogMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(o *Options) { o.Registerer = reg })
+	pod := testPod("web", "u1")
+	e.rt.addContainer("c1", "sb1", &pod, "app", runtimeapi.ContainerState_CONTAINER_RUNNING, 1, "")
+	e.rt.addContainer("c0", "sb1", &pod, "old", runtimeapi.ContainerState_CONTAINER_EXITED, 1, "")
+	dir, err := podconfig.ContainerLogDir(e.s.opts.PodLogsDir, &pod, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "0.log"), []byte(strings.Repeat("x", 4096)))
+	want := `
+# HELP kubelet_container_log_filesystem_used_bytes Bytes used by the container's logs on the filesystem.
+# TYPE kubelet_container_log_filesystem_used_bytes gauge
+kubelet_container_log_filesystem_used_bytes{container="app",namespace="default",pod="web",uid="u1"} 4096
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_container_log_filesystem_used_bytes"); err != nil {
+		t.Error(err)
 	}
 }

@@ -193,6 +193,9 @@ func New(o Options) (*Server, error) {
 		if err := s.http.register(o.Registerer); err != nil {
 			return nil, fmt.Errorf("node server metrics: %w", err)
 		}
+		if err := o.Registerer.Register(logMetrics{s}); err != nil {
+			return nil, fmt.Errorf("node server metrics: %w", err)
+		}
 	}
 	if s.probeMetrics, err = probeMetricsRegistry(o.ProbeMetrics, o.Clock); err != nil {
 		return nil, err
