@@ -26,7 +26,7 @@ import (
 // the image and container garbage collectors.
 func (h host) setupHost(a *Agent, restCfg *rest.Config, store *staticpods.Store, rec record.EventRecorder, connector *runtime.Connector,
 	pods *podlifecycle.Reconciler) error {
-	srv, err := h.nodeServer(a, restCfg, store)
+	srv, err := h.nodeServer(a, restCfg, store, pods)
 	if err != nil {
 		return err
 	}

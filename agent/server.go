@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/machine"
+	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/server"
 	"github.com/nodelet/nodelet/staticpods"
@@ -32,7 +33,7 @@ func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
 // metrics (the prober's at /metrics/probes), pprof, /flagz and /statusz as the debugging handlers,
 // profiling handler and zpages gates say; the read-only port when readOnlyPort is set; and container log
 // rotation, which runs even with enableServer false.
-func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store) (*server.Server, error) {
+func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store, pods *podlifecycle.Reconciler) (*server.Server, error) {
 	kc := &a.cfg.Kubelet
 	kube, err := a.api.clientset(restCfg)
 	if err != nil {
@@ -81,6 +82,9 @@ func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store
 	}
 	if a.probeMetrics != nil {
 		o.ProbeMetrics = a.probeMetrics
+	}
+	if pods != nil {
+		o.Timelines = func(namespace, name string) (any, bool) { return pods.Timeline(namespace, name) }
 	}
 	debugOptions(&o, a.cfg)
 	return server.New(o)

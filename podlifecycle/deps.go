@@ -21,6 +21,7 @@ import (
 	"github.com/nodelet/nodelet/runtime/pleg"
 	"github.com/nodelet/nodelet/runtime/podconfig"
 	"github.com/nodelet/nodelet/statusmanager"
+	"github.com/nodelet/nodelet/timeline"
 )
 
 // Deps are what the Reconciler works with. Runtime, Recorder and Clock are required. Client, Secrets
@@ -129,6 +130,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	r.defaults()
 	r.statuses = statusmanager.New(deps.Client)
 	r.statuses.Clock = r.clock
+	r.timeline = timeline.NewRecorder(r.clock)
 	alloc, err := allocation.New(opts.RootDir)
 	if err != nil {
 		return nil, fmt.Errorf("podlifecycle.New: %w (drain the node and remove the file)", err)
@@ -144,7 +146,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		Runtime: deps.Runtime, Recorder: deps.Recorder, Clock: deps.Clock, Secrets: deps.Secrets, Node: r.node,
 		Probes: deps.Probes, Volumes: deps.Volumes, Services: deps.Services, PodCgroups: deps.PodCgroups,
 		PullRecords: deps.PullRecords, States: states, Statuses: r.statuses, Enqueue: r.enqueue,
-		AdmittedPods: r.admittedPods, Actuation: alloc, Devices: deps.Devices,
+		AdmittedPods: r.admittedPods, Actuation: alloc, Devices: deps.Devices, Timeline: r.timeline,
 	}
 	if deps.UserNamespaces != nil {
 		sdeps.UserNamespaces, r.userns = deps.UserNamespaces, deps.UserNamespaces

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/timeline"
 )
 
 // writeStatus computes the pod's status from the runtime state st a step left and sets it with the status
@@ -25,6 +26,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 		return r.syncer.PodStatus(ctx, sc, api)
 	})
 	if res.Written {
+		if podReady(&res.Status) {
+			r.timeline.Mark(pod, timeline.Ready, "")
+		}
 		if w.startedNow(&res.Status) {
 			sinceCreation := r.clock.Since(pod.CreationTimestamp.Time).Seconds()
 			r.metrics.startSLI.Observe(sinceCreation)
@@ -36,6 +40,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 		ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", res.Status.Phase)
 	}
 	return err
+}
+
+// podReady says whether the status has the Ready condition true.
+func podReady(st *corev1.PodStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // terminateOrphan stops and removes a UID that is not (or no longer) desired under its name: a pod

@@ -68,6 +68,9 @@ func (r *Reconciler) RegisterMetrics(reg prometheus.Registerer) {
 	if err := r.alloc.RegisterMetrics(reg, r.desiredPodByUID); err != nil {
 		panic(err)
 	}
+	if err := r.timeline.RegisterMetrics(reg); err != nil {
+		panic(err)
+	}
 	if err := r.statuses.RegisterMetrics(reg); err != nil {
 		panic(err) // as MustRegister: a name registered twice is a programming error
 	}

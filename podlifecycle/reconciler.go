@@ -30,6 +30,7 @@ import (
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/statusmanager"
+	"github.com/nodelet/nodelet/timeline"
 )
 
 // Reconciler runs the pods bound to this node: the kubelet's pod workers, SyncPod, SyncTerminatingPod
@@ -44,6 +45,7 @@ type Reconciler struct {
 	pleg        RelistedPods
 	states      podsyncer.PodStates // the pods' runtime state the PLEG keeps current
 	statuses    *statusmanager.Manager
+	timeline    *timeline.Recorder
 	recorder    EventRecorder
 	clock       clock.WithTicker
 	node        func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode
@@ -306,4 +308,9 @@ func (r *Reconciler) EnqueueUIDs(uids []types.UID) {
 // staticSeen reports whether every configured static pod source has been read at least once.
 func (r *Reconciler) staticSeen() bool {
 	return r.static.SeenSources(r.staticKinds...)
+}
+
+// Timeline is the start timeline of the pod of that namespace and name on the node.
+func (r *Reconciler) Timeline(namespace, name string) (timeline.Timeline, bool) {
+	return r.timeline.Get(namespace, name)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/timeline"
 )
 
 // lifecycle is a pod's stage on the node; it only moves forward.
@@ -138,6 +139,7 @@ func (r *Reconciler) forget(w *podWorker) {
 		}
 	}
 	r.syncer.Forget(w.UID, w.Key)
+	r.timeline.Forget(w.UID)
 	r.statuses.Forget(w.UID)
 	r.alloc.Remove(w.UID)
 	r.resizes.retryDue.Store(true)
@@ -355,6 +357,7 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 	}
 	if res.admit {
 		w.setAdmitted()
+		r.timeline.Mark(pod, timeline.Admitted, "")
 		return false
 	}
 	r.syncer.Reject(w.PodState, pod, res.reason, res.message)

@@ -17,6 +17,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/podconfig"
+	"github.com/nodelet/nodelet/timeline"
 )
 
 // SyncPod is the kubelet's SyncPod for a pod that should run: create the sandbox if needed, stop what
@@ -114,6 +115,9 @@ func (s *Syncer) startInSandbox(ctx context.Context, ps *PodState, pod *corev1.P
 	ready, rejected := s.setUpVolumes(ctx, ps, pod)
 	if rejected {
 		return st, true, nil
+	}
+	if ready {
+		s.timeline.Mark(pod, timeline.VolumesReady, "")
 	}
 	if !ready && len(start) > 0 {
 		// Containers start once every volume is ready; a volume waiting to be attached is looked at again
@@ -241,6 +245,7 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 		return "", s.sandboxBackoff.Delay(bkey), nil
 	}
 	s.sandboxBackoff.Reset(bkey)
+	s.timeline.Mark(pod, timeline.SandboxReady, "")
 	ctrl.LoggerFrom(ctx).V(1).Info("Created pod sandbox", "podSandboxID", id, "attempt", attempt)
 	return id, 0, nil
 }
@@ -307,6 +312,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 		ps.waitForImage(c.Name, *waiting)
 		return Requeue{After: retry}, ""
 	}
+	s.timeline.Mark(pod, timeline.ImageReady, c.Name)
 	if sa.lastExit != nil {
 		// The back-off steps once per restart, when the restart goes ahead: the kubelet pulls the image
 		// within the same sync, so a pull (imagePullPolicy Always) must not make a restart count twice
@@ -324,6 +330,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 		return s.containerFailed(pod, ps, sa, "CreateContainerError", err, 10*time.Second), ""
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
+	s.timeline.Mark(pod, timeline.ContainerCreated, c.Name)
 	if sa.kind != runtime.KindEphemeral {
 		if err := s.resize.actuation.SetActuated(pod, c); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", c.Name)
@@ -333,6 +340,7 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 		return s.containerFailed(pod, ps, sa, "RunContainerError", err, 10*time.Second), id
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Started", "Container started")
+	s.timeline.Mark(pod, timeline.ContainerStarted, c.Name)
 	s.metrics.containerStarts.Inc()
 	ps.usernsStarting = false
 	ps.clearWaiting(c.Name)

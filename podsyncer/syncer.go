@@ -23,6 +23,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/podconfig"
+	"github.com/nodelet/nodelet/timeline"
 )
 
 // Syncer is the kubelet's pod syncer: SyncPod, SyncTerminatingPod and SyncTerminatedPod, each run on a
@@ -38,6 +39,7 @@ type Syncer struct {
 	states   PodStates
 	statuses StatusCache
 	enqueue  func(types.NamespacedName)
+	timeline StartTimeline
 
 	rootDir      string
 	hostIPs      []string
@@ -102,7 +104,20 @@ type Deps struct {
 	// DynamicResources prepares the pods' ResourceClaims (nil: none can be, and a pod with claims does
 	// not start).
 	DynamicResources DynamicResources
+	// Timeline records the phases of the pods' starts (nil: not recorded).
+	Timeline StartTimeline
 }
+
+// StartTimeline records that a pod (container "": the pod itself) reached a phase of its start
+// (timeline.Recorder).
+type StartTimeline interface {
+	Mark(pod *corev1.Pod, phase timeline.Phase, container string)
+}
+
+// noTimeline records nothing.
+type noTimeline struct{}
+
+func (noTimeline) Mark(*corev1.Pod, timeline.Phase, string) {}
 
 // Options are the Syncer's settings. NodeName and RootDir are required.
 type Options struct {
@@ -153,6 +168,9 @@ func (d Deps) WithDefaults() Deps {
 	if d.DynamicResources == nil {
 		d.DynamicResources = noDynamicResources{}
 	}
+	if d.Timeline == nil {
+		d.Timeline = noTimeline{}
+	}
 	return d
 }
 
@@ -179,6 +197,7 @@ func New(deps Deps, opts Options) (*Syncer, error) {
 	s := &Syncer{
 		cri: deps.Runtime, recorder: deps.Recorder, clock: deps.Clock, secrets: deps.Secrets,
 		probes: deps.Probes, volumes: deps.Volumes, states: deps.States, statuses: deps.Statuses, enqueue: deps.Enqueue,
+		timeline: deps.Timeline,
 
 		rootDir: opts.RootDir, hostIPs: opts.HostIPs, sandboxOpts: opts.Sandbox, resyncPeriod: opts.ResyncPeriod,
 		metrics: newMetrics(nil),

@@ -73,3 +73,26 @@ kubelet_container_log_filesystem_used_bytes{container="app",namespace="default",
 		t.Error(err)
 	}
 }
+
+// A pod's start timeline is served as JSON to a user allowed nodes/proxy, 404 for a pod the node has none of.
+func TestTimelineRoute(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		o.Timelines = func(ns, name string) (any, bool) {
+			if ns == "default" && name == "web" {
+				return map[string]string{"name": "web"}, true
+			}
+			return nil, false
+		}
+	})
+	e.addUser("proxy-token", "proxier", "get proxy")
+	e.addUser("stats-token", "stats", "get stats")
+	if code, body := e.do(http.MethodGet, "/timeline/default/web", "proxy-token"); code != http.StatusOK || !strings.Contains(body, `"name":"web"`) {
+		t.Errorf("timeline = %d %s", code, body)
+	}
+	if code, _ := e.do(http.MethodGet, "/timeline/default/gone", "proxy-token"); code != http.StatusNotFound {
+		t.Errorf("timeline of an unknown pod = %d, want 404", code)
+	}
+	if code, _ := e.do(http.MethodGet, "/timeline/default/web", "stats-token"); code != http.StatusForbidden {
+		t.Errorf("timeline without nodes/proxy = %d, want 403", code)
+	}
+}

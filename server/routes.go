@@ -19,6 +19,7 @@ import (
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	s.authNotRequiredRoutes(mux)
+	mux.Handle("GET /timeline/{namespace}/{pod}", withTimeout(http.HandlerFunc(s.timeline), requestTimeout))
 	if s.opts.DisableDebuggingHandlers {
 		debuggingDisabledRoutes(mux)
 	} else {
@@ -95,6 +96,21 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write([]byte("ok"))
+}
+
+// timeline answers a pod's start timeline as JSON (authorized as nodes/proxy, as every path the kubelet
+// does not name); 404 when the node has none for it.
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Timelines == nil {
+		http.NotFound(w, r)
+		return
+	}
+	tl, ok := s.opts.Timelines(r.PathValue("namespace"), r.PathValue("pod"))
+	if !ok {
+		writeError(w, errorf(http.StatusNotFound, "no start timeline for pod %s/%s on this node", r.PathValue("namespace"), r.PathValue("pod")))
+		return
+	}
+	writeJSON(r.Context(), w, tl)
 }
 
 // pods answers the pods bound to this node as a v1 PodList.

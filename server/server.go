@@ -83,7 +83,10 @@ type Options struct {
 	Metrics prometheus.Gatherer // served at /metrics; nil serves an empty registry
 	// Registerer, when set, takes the server's own metrics (its requests, WebSocket streams).
 	Registerer prometheus.Registerer
-	Configz    any // served at /configz as {"kubeletconfig": Configz}
+	// Timelines answers a pod's start timeline by namespace and name (served at /timeline/{ns}/{pod}; nil:
+	// none).
+	Timelines func(namespace, name string) (any, bool)
+	Configz   any // served at /configz as {"kubeletconfig": Configz}
 	// ProbeMetrics are the prober's metrics (probes.Metrics), served at /metrics/probes in a registry of
 	// their own with process_start_time_seconds, as the kubelet; nil serves the start time alone.
 	ProbeMetrics prometheus.Collector
