@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/certificate"
+	"k8s.io/component-base/tracing"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -59,6 +61,9 @@ type Options struct {
 	// Metrics registers and serves the node's metrics (default: controller-runtime's global registry).
 	// Several nodes in one process need one registry each.
 	Metrics ctrlmetrics.RegistererGatherer
+	// TracerProvider, when set, takes the node's spans in place of the one the configuration's tracing
+	// section makes (an embedder's own exporter, a test's recorder).
+	TracerProvider trace.TracerProvider
 	// Recorder records the node's events (default: the kubelet's recorder, writing to the API server).
 	Recorder record.EventRecorder
 	// Platform is what the node runs on (default Host(); Simulated for a node that touches no host).
@@ -120,6 +125,10 @@ type Agent struct {
 	nodeTrigger atomic.Pointer[func()]
 	// claims is the DRA manager (nil on a simulated node).
 	claims *dra.Manager
+	// tracer takes the agent's spans (nil: not traced); tracerProvider is the one the agent made from its
+	// configuration, shut down (its spans flushed) when the agent stops.
+	tracer         trace.TracerProvider
+	tracerProvider tracing.TracerProvider
 	// shutdown is graceful node shutdown (nil on a simulated node).
 	shutdown *nodeshutdown.Manager
 	// podsTrigger asks for syncs of pods once the pod workers are built.
@@ -130,16 +139,8 @@ type Agent struct {
 	hostResources podconfig.HostResources
 }
 
-// New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the
-// event broadcaster, informers' registration).
-func New(ctx context.Context, opts Options) (*Agent, error) {
-	cfg := opts.Config
-	if cfg == nil {
-		return nil, errors.New("agent: Options.Config is required")
-	}
-	if err := config.Validate(cfg); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
+// defaults fills the options left unset.
+func (opts *Options) defaults() {
 	if opts.KubeletVersion == "" {
 		opts.KubeletVersion = DefaultKubeletVersion
 	}
@@ -152,6 +153,19 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.Platform == nil {
 		opts.Platform = Host()
 	}
+}
+
+// New validates opts and wires a node. Nothing runs until Run; ctx bounds what wiring starts early (the
+// event broadcaster, informers' registration).
+func New(ctx context.Context, opts Options) (*Agent, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, errors.New("agent: Options.Config is required")
+	}
+	if err := config.Validate(cfg); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	opts.defaults()
 	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger.WithValues("node", cfg.NodeName)}
 	if err := os.MkdirAll(a.cfg.RootDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create root dir: %w", err)
@@ -168,11 +182,18 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		}
 		restCfg = rc
 	}
-	cri, err := runtime.Dial(cfg.RuntimeEndpoint(), runtime.Options{
+	ropts := runtime.Options{
 		ImageEndpoint: cfg.ImageEndpoint(),
 		Timeout:       cfg.Kubelet.RuntimeRequestTimeout.Duration,
 		Metrics:       runtime.NewMetrics(opts.Metrics),
-	})
+	}
+	if err := a.setUpTracing(); err != nil {
+		return nil, err
+	}
+	if a.tracer != nil {
+		ropts.TracerProvider = a.tracer
+	}
+	cri, err := runtime.Dial(cfg.RuntimeEndpoint(), ropts)
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +273,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.ownCRI {
 		defer func() { _ = a.cri.Close() }()
+	}
+	if a.tracerProvider != nil {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = a.tracerProvider.Shutdown(sctx) // the spans still buffered are sent
+		}()
 	}
 	ctx = logr.NewContext(ctx, a.log)
 	a.log.Info("Starting nodelet", "version", a.opts.Version, "config", a.cfg.ConfigFile, "standalone", a.api.standalone(),

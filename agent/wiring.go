@@ -116,6 +116,9 @@ func (a *Agent) podReconciler(ctx context.Context, rec record.EventRecorder, pod
 	if store != nil {
 		deps.Static = store
 	}
+	if a.tracer != nil {
+		deps.TracerProvider = a.tracer
+	}
 	// The probes report changes to the reconciler, which is built with them: OnChange is set once it is.
 	prober, err := a.opts.Platform.podParts(a, &deps, rec, connector)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -43,6 +45,10 @@ type Deps struct {
 	Secrets Objects
 	// Node returns the node, for admission (allocatable, labels) and resourceFieldRef defaults.
 	Node func(ctx context.Context) (*corev1.Node, error)
+
+	// TracerProvider traces the pod syncs (syncPod, syncTerminatingPod, syncTerminatedPod spans, with the
+	// CRI calls they make as children when the runtime client traces too) and each pod's start (nil: none).
+	TracerProvider trace.TracerProvider
 
 	// PLEG is the runtime's pods and their events (nil: no relist, and the runtime's orphans are found
 	// only under names the reconciler is asked about).
@@ -131,6 +137,11 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 	r.statuses = statusmanager.New(deps.Client)
 	r.statuses.Clock = r.clock
 	r.timeline = timeline.NewRecorder(r.clock)
+	r.tracer = tracenoop.NewTracerProvider().Tracer(instrumentationScope)
+	if deps.TracerProvider != nil {
+		r.tracer = deps.TracerProvider.Tracer(instrumentationScope)
+		r.timeline.Tracer = r.tracer
+	}
 	alloc, err := allocation.New(opts.RootDir)
 	if err != nil {
 		return nil, fmt.Errorf("podlifecycle.New: %w (drain the node and remove the file)", err)

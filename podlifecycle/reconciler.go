@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,6 +47,7 @@ type Reconciler struct {
 	states      podsyncer.PodStates // the pods' runtime state the PLEG keeps current
 	statuses    *statusmanager.Manager
 	timeline    *timeline.Recorder
+	tracer      trace.Tracer
 	recorder    EventRecorder
 	clock       clock.WithTicker
 	node        func(ctx context.Context) (*corev1.Node, error) // fails in standalone mode

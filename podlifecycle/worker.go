@@ -270,7 +270,9 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 	}
 	sc := &podsyncer.Scope{Pod: pod, State: w.PodState, Runtime: status, Gen: gen}
 	if w.stage() == syncing {
-		res := r.syncer.SyncPod(ctx, sc)
+		sctx, span := r.startSpan(ctx, "syncPod", pod)
+		res := r.syncer.SyncPod(sctx, sc)
+		endSpan(span, res.Err)
 		r.resizes.report(ctx, pod, res.Resize)
 		if res.Terminate {
 			w.setState(terminating)
@@ -283,14 +285,18 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 		return pass{Result: res, pod: pod}
 	}
 	if w.stage() == terminating {
-		res := r.syncer.SyncTerminatingPod(ctx, sc)
+		sctx, span := r.startSpan(ctx, "syncTerminatingPod", pod)
+		res := r.syncer.SyncTerminatingPod(sctx, sc)
+		endSpan(span, res.Err)
 		if !res.Stopped {
 			return pass{Result: res}
 		}
 		w.setState(terminated)
 		r.resizes.retryDue.Store(true) // its room is free
 	}
-	res := r.syncer.SyncTerminatedPod(ctx, sc)
+	sctx, span := r.startSpan(ctx, "syncTerminatedPod", pod)
+	res := r.syncer.SyncTerminatedPod(sctx, sc)
+	endSpan(span, res.Err)
 	return pass{Result: res, deleteAfter: res.Err == nil && pod.DeletionTimestamp != nil}
 }
 

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -34,6 +37,9 @@ type Options struct {
 	Timeout time.Duration
 	// Metrics records runtime operations; nil records nothing.
 	Metrics *Metrics
+	// TracerProvider traces each CRI call as a span, the caller's span its parent (nil: not traced), as
+	// the kubelet's CRI client does.
+	TracerProvider trace.TracerProvider
 }
 
 // Dial creates a client for the runtime at endpoint ("unix:///path" or "/path"). It does not wait for the
@@ -42,13 +48,13 @@ func Dial(endpoint string, opts Options) (*Client, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	rc, err := dial(endpoint, opts.Metrics)
+	rc, err := dial(endpoint, opts.Metrics, opts.TracerProvider)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{runtimeConn: rc, imageConn: rc, timeout: opts.Timeout}
 	if opts.ImageEndpoint != "" && opts.ImageEndpoint != endpoint {
-		if c.imageConn, err = dial(opts.ImageEndpoint, opts.Metrics); err != nil {
+		if c.imageConn, err = dial(opts.ImageEndpoint, opts.Metrics, opts.TracerProvider); err != nil {
 			_ = rc.Close()
 			return nil, err
 		}
@@ -58,7 +64,7 @@ func Dial(endpoint string, opts Options) (*Client, error) {
 	return c, nil
 }
 
-func dial(endpoint string, m *Metrics) (*grpc.ClientConn, error) {
+func dial(endpoint string, m *Metrics, tp trace.TracerProvider) (*grpc.ClientConn, error) {
 	target, err := normalizeEndpoint(endpoint)
 	if err != nil {
 		return nil, err
@@ -70,6 +76,12 @@ func dial(endpoint string, m *Metrics) (*grpc.ClientConn, error) {
 	if m != nil {
 		opts = append(opts, grpc.WithChainUnaryInterceptor(m.unaryInterceptor),
 			grpc.WithChainStreamInterceptor(m.streamInterceptor))
+	}
+	if tp != nil {
+		opts = append(opts, grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+			otelgrpc.WithMessageEvents(otelgrpc.ReceivedEvents, otelgrpc.SentEvents),
+			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+			otelgrpc.WithTracerProvider(tp))))
 	}
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {

@@ -1,10 +1,13 @@
 package timeline
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +50,10 @@ type Timeline struct {
 
 // Recorder keeps the timelines of the node's pods. It is safe for concurrent use; the zero value is not.
 type Recorder struct {
+	// Tracer, when set, gets each pod's start as a span once the pod is Ready ("podStart", from its
+	// admission to Ready, the phases its events).
+	Tracer trace.Tracer
+
 	clock clock.PassiveClock
 	hist  *prometheus.HistogramVec
 
@@ -105,6 +112,31 @@ func (r *Recorder) Mark(pod *corev1.Pod, phase Phase, container string) {
 		r.hist.WithLabelValues(string(phase)).Observe(ev.SinceAdmission)
 	}
 	tl.Events = append(tl.Events, ev)
+	if phase == Ready && r.Tracer != nil {
+		r.span(tl)
+	}
+}
+
+// span records the pod's start as a span with the phases as its events, timed as they were.
+func (r *Recorder) span(tl *Timeline) {
+	start := tl.Created.Time
+	if at, ok := r.admitted[tl.UID]; ok {
+		start = at
+	}
+	_, span := r.Tracer.Start(context.Background(), "podStart", trace.WithTimestamp(start), trace.WithAttributes(
+		attribute.String("k8s.pod.uid", string(tl.UID)),
+		attribute.String("k8s.pod", tl.Namespace+"/"+tl.Name),
+		attribute.String("k8s.pod.name", tl.Name),
+		attribute.String("k8s.namespace.name", tl.Namespace),
+	))
+	for _, e := range tl.Events {
+		var attrs []attribute.KeyValue
+		if e.Container != "" {
+			attrs = append(attrs, attribute.String("k8s.container.name", e.Container))
+		}
+		span.AddEvent(string(e.Phase), trace.WithTimestamp(e.At.Time), trace.WithAttributes(attrs...))
+	}
+	span.End(trace.WithTimestamp(tl.Events[len(tl.Events)-1].At.Time))
 }
 
 // Get is the timeline of the pod of that namespace and name on the node (the newest, if several UIDs).

@@ -6,6 +6,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -42,6 +46,52 @@ var _ = Describe("The kubelet's metrics", func() {
 			"phase=Admitted": 1, "phase=VolumesReady": 1, "phase=SandboxReady": 1, "phase=ImageReady": 1,
 			"phase=ContainerCreated": 1, "phase=ContainerStarted": 1, "phase=Ready": 1,
 		}))
+	})
+})
+
+var _ = Describe("Tracing", func() {
+	ctx := context.Background()
+
+	It("traces each pod sync with the CRI calls it makes as children, and each pod's start with its phases", func() {
+		nodeName, ns := "traced-"+utilrand.String(6), "ns-"+utilrand.String(6)
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		rt, cri := startFakeRuntime()
+		rt.AddImage("docker.io/library/busybox:latest", 1<<20)
+		newTracedPodBed(nodeName, rt, cri, tp)
+		Expect(admin.Create(ctx, busyboxPod(ns, "web", nodeName))).To(Succeed())
+		var podStart sdktrace.ReadOnlySpan
+		Eventually(func(g Gomega) {
+			for _, s := range spans.Ended() {
+				if s.Name() == "podStart" {
+					podStart = s
+				}
+			}
+			g.Expect(podStart).NotTo(BeNil())
+		}).Should(Succeed())
+		var phases []string
+		for _, e := range podStart.Events() {
+			phases = append(phases, e.Name)
+		}
+		Expect(phases).To(Equal([]string{"Admitted", "SandboxReady", "VolumesReady", "ImageReady", "ContainerCreated", "ContainerStarted", "Ready"}))
+
+		// The sync that ran the sandbox is the parent of the RunPodSandbox call.
+		byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+		for _, s := range spans.Ended() {
+			byID[s.SpanContext().SpanID()] = s
+		}
+		var runSandbox sdktrace.ReadOnlySpan
+		for _, s := range spans.Ended() {
+			if s.Name() == "runtime.v1.RuntimeService/RunPodSandbox" {
+				runSandbox = s
+			}
+		}
+		Expect(runSandbox).NotTo(BeNil())
+		parent, ok := byID[runSandbox.Parent().SpanID()]
+		Expect(ok).To(BeTrue(), "RunPodSandbox's parent span was recorded")
+		Expect(parent.Name()).To(Equal("syncPod"))
+		Expect(parent.Attributes()).To(ContainElement(attribute.String("k8s.pod", ns+"/web")))
 	})
 })
 

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"go.opentelemetry.io/otel/trace"
 	"context"
 	"net"
 	"os"
@@ -41,11 +42,18 @@ type podBed struct {
 	// clk is the agent's clock: time passes for the agent only when a spec steps it.
 	clk  *clocktesting.FakeClock
 	stop func()
+	// tracer, when set, takes the agent's spans.
+	tracer trace.TracerProvider
 }
 
 func newPodBed(nodeName string, rt *fake.Runtime, cri *runtime.Client) *podBed {
+	return newTracedPodBed(nodeName, rt, cri, nil)
+}
+
+// newTracedPodBed is newPodBed with the agent's spans going to tracer (nil: none).
+func newTracedPodBed(nodeName string, rt *fake.Runtime, cri *runtime.Client, tracer trace.TracerProvider) *podBed {
 	b := &podBed{nodeName: nodeName, rt: rt, cri: cri, events: record.NewFakeRecorder(1000),
-		clk: clocktesting.NewFakeClock(time.Now())}
+		clk: clocktesting.NewFakeClock(time.Now()), tracer: tracer}
 	b.start()
 	return b
 }
@@ -66,7 +74,7 @@ func (b *podBed) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.metrics = prometheus.NewRegistry()
 	a, err := agent.New(ctx, agent.Options{
-		Config: cfg, RestConfig: nodeConfig(b.nodeName), Recorder: b.events, Metrics: b.metrics,
+		Config: cfg, RestConfig: nodeConfig(b.nodeName), Recorder: b.events, Metrics: b.metrics, TracerProvider: b.tracer,
 		Logger: ctrl.Log.WithName("agent"), Clock: b.clk,
 		Platform: agent.Simulated(agent.Simulation{Machine: machine.Static{
 			Facts: machine.Info{OS: "linux", Architecture: "amd64", NumCPU: 2, MemoryBytes: 4 << 30},
