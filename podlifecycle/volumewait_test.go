@@ -74,8 +74,8 @@ func (v *rejectingVolumes) SetUp(context.Context, *corev1.Pod) []error {
 
 // A pod whose volumes cannot be attached at the node's attachment limit is rejected as the kubelet's
 // rejectPod: a Warning event with the reason, Failed with only the reason and "Pod was rejected: ...", no
-// FailedMount event; its sandbox is stopped and no container ever starts.
-func TestVolumeRejectionFailsThePodAndStopsItsSandbox(t *testing.T) {
+// FailedMount event; as its volumes were never ready, it never got a sandbox, and no container ever starts.
+func TestVolumeRejectionFailsThePodWithoutASandbox(t *testing.T) {
 	b := newLifecycleBed(t)
 	vols := &rejectingVolumes{}
 	b.useVolumes(vols)
@@ -94,8 +94,8 @@ func TestVolumeRejectionFailsThePodAndStopsItsSandbox(t *testing.T) {
 	if n := len(b.containers("web")); n != 0 {
 		t.Errorf("%d containers created, want none", n)
 	}
-	if got := b.calls("StopPodSandbox"); len(got) == 0 {
-		t.Error("the rejected pod's sandbox was not stopped")
+	if got := b.calls("RunPodSandbox"); len(got) != 0 {
+		t.Error("a sandbox was made for a pod whose volumes were not ready")
 	}
 	var events []string
 	for len(b.rec.Events) > 0 {

@@ -40,6 +40,13 @@ func (s *Syncer) SyncPod(ctx context.Context, sc *Scope) Result {
 	case acts.done:
 		return Result{Status: sc.Runtime, Terminate: true}
 	case acts.createSandbox:
+		// As the kubelet (its WaitForAttachAndMount before the runtime's SyncPod), the pod's volumes are
+		// ready before its sandbox is made: a pod whose volume cannot be mounted has no sandbox, no IP and
+		// PodReadyToStartContainers false.
+		if ready, rejected := s.setUpVolumes(ctx, ps, pod); rejected || !ready {
+			return Result{Requeue: Requeue{After: 500 * time.Millisecond}, Status: sc.Runtime, Terminate: rejected}
+		}
+		s.timeline.Mark(pod, timeline.VolumesReady, "")
 		if res, ok := s.sandboxPhase(ctx, sc, acts.sandboxAttempt); !ok {
 			return res
 		}

@@ -74,7 +74,7 @@ var _ = Describe("Tracing", func() {
 		for _, e := range podStart.Events() {
 			phases = append(phases, e.Name)
 		}
-		Expect(phases).To(Equal([]string{"Admitted", "SandboxReady", "VolumesReady", "ImageReady", "ContainerCreated", "ContainerStarted", "Ready"}))
+		Expect(phases).To(Equal([]string{"Admitted", "VolumesReady", "SandboxReady", "ImageReady", "ContainerCreated", "ContainerStarted", "Ready"}))
 
 		// The sync that ran the sandbox is the parent of the RunPodSandbox call.
 		byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
