@@ -302,12 +302,23 @@ launch() {
   cmd_binary > "$PID_DIR/$c.exe"
 }
 
+# starting COMPONENT: the PID launch just recorded is alive but has not exec'd the component yet (it is still
+# the forked shell or setsid), which a loaded machine can delay past the first readiness check.
+starting() {
+  local pid exe
+  pid=$(pid_of "$1")
+  [ -n "$pid" ] && alive "$pid" || return 1
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+  exe=${exe% (deleted)}
+  [ "$exe" = "$(readlink -f "$(command -v setsid)")" ] || [ "$exe" = "$(readlink -f "$BASH")" ]
+}
+
 wait_ready() {
   local c=$1 limit deadline
   limit=$(component_timeout "$c")
   deadline=$((SECONDS + limit))
   until component_ready "$c"; do
-    if ! running "$c"; then
+    if ! running "$c" && ! starting "$c"; then
       show_log_tail "$c"
       rm -f "$PID_DIR/$c.pid"
       die "$c exited during start-up (log: $LOG_DIR/$c.log)"
