@@ -257,13 +257,19 @@ cmd_binary() {
 
 pid_of() { cat "$PID_DIR/$1.pid" 2>/dev/null || true; }
 
-# running COMPONENT: its PID file names a live process of the component's binary.
-running() {
+# exe_of COMPONENT: the binary the live process its PID file names runs (fails when there is none).
+exe_of() {
   local pid exe
   pid=$(pid_of "$1")
   [ -n "$pid" ] && alive "$pid" || return 1
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  exe=${exe% (deleted)}
+  echo "${exe% (deleted)}"
+}
+
+# running COMPONENT: its PID file names a live process of the component's binary.
+running() {
+  local exe
+  exe=$(exe_of "$1") || return 1
   if [ -s "$PID_DIR/$1.exe" ]; then
     [ "$exe" = "$(cat "$PID_DIR/$1.exe")" ]
     return
@@ -305,11 +311,8 @@ launch() {
 # starting COMPONENT: the PID launch just recorded is alive but has not exec'd the component yet (it is still
 # the forked shell or setsid), which a loaded machine can delay past the first readiness check.
 starting() {
-  local pid exe
-  pid=$(pid_of "$1")
-  [ -n "$pid" ] && alive "$pid" || return 1
-  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  exe=${exe% (deleted)}
+  local exe
+  exe=$(exe_of "$1") || return 1
   [ "$exe" = "$(readlink -f "$(command -v setsid)")" ] || [ "$exe" = "$(readlink -f "$BASH")" ]
 }
 
