@@ -27,7 +27,6 @@ func TestPullIsRetriedWhenItsBackOffHasPassed(t *testing.T) {
 	b.sync("web")
 	b.waitFor("the first pull to fail", func() bool {
 		b.sync("web")
-		time.Sleep(20 * time.Millisecond)
 		return reason() == "ErrImagePull"
 	})
 	if pulls() != 1 {
@@ -44,7 +43,6 @@ func TestPullIsRetriedWhenItsBackOffHasPassed(t *testing.T) {
 	b.waitFor("a second pull 11 s after the failed one (back-off 10 s)", func() bool { return pulls() == 2 })
 	b.waitFor("the container to run after the second pull", func() bool {
 		b.sync("web")
-		time.Sleep(20 * time.Millisecond)
 		return slices.ContainsFunc(b.containers("web"), func(c *runtimeapi.Container) bool { return c.Metadata.Name == "app" })
 	})
 }

@@ -153,8 +153,12 @@ func (p *imagePuller) Ensure(ctx context.Context, podKey string, pod *corev1.Pod
 		p.event(pod, c, corev1.EventTypeNormal, "BackOff", msg)
 		return imageResult{waiting: &podstatus.Waiting{Reason: reasonImagePullBackOff, Message: msg}, retryIn: wait}
 	}
-	if err := p.start(pod, c, podKey, image, c.Image, creds(), sandbox); err != nil {
+	res, err := p.start(pod, c, podKey, image, c.Image, creds(), sandbox)
+	if err != nil {
 		return imageResult{waiting: &podstatus.Waiting{Reason: reasonErrImagePull, Message: err.Error()}}
+	}
+	if res != nil {
+		return p.finish(pod, c, podKey, image, res)
 	}
 	return imageResult{waiting: &podstatus.Waiting{Reason: "ContainerCreating"}}
 }
@@ -207,11 +211,16 @@ func (p *imagePuller) finish(pod *corev1.Pod, c *corev1.Container, podKey, image
 }
 
 // start begins (or joins) a pull of image on behalf of podKey. With records, pulls with different
-// credentials are kept apart and each records its intent first.
+// credentials are kept apart and each records its intent first. A pull for the pod that ended since the
+// caller looked (collect) is returned instead of starting another: its failure must start the back-off.
 func (p *imagePuller) start(pod *corev1.Pod, c *corev1.Container, podKey, image, userImage string,
-	creds pullCredentials, sandbox *runtimeapi.PodSandboxConfig) error {
+	creds pullCredentials, sandbox *runtimeapi.PodSandboxConfig) (*pull, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if res, ok := p.results[podKey+"|"+image]; ok {
+		delete(p.results, podKey+"|"+image)
+		return res, nil
+	}
 	key := image
 	if p.records != nil {
 		key = image + "\x00" + userImage + "\x00" + creds.id()
@@ -219,7 +228,7 @@ func (p *imagePuller) start(pod *corev1.Pod, c *corev1.Container, podKey, image,
 	if _, running := p.inflight[key]; !running {
 		if p.records != nil {
 			if err := p.records.RecordPullIntent(userImage); err != nil {
-				return fmt.Errorf("Failed to record image pull intent for container image %q: %w", userImage, err) //nolint:revive,staticcheck // the kubelet's message
+				return nil, fmt.Errorf("Failed to record image pull intent for container image %q: %w", userImage, err) //nolint:revive,staticcheck // the kubelet's message
 			}
 		}
 		pl := &pull{done: make(chan struct{})}
@@ -231,7 +240,7 @@ func (p *imagePuller) start(pod *corev1.Pod, c *corev1.Container, podKey, image,
 		p.waiters[key] = map[string]bool{}
 	}
 	p.waiters[key][podKey] = true
-	return nil
+	return nil, nil
 }
 
 func (p *imagePuller) run(pl *pull, key, image, userImage string, creds pullCredentials, sandbox *runtimeapi.PodSandboxConfig) {
