@@ -75,6 +75,7 @@ wait_gone() {
 teardown() {
   local rc=$?
   [ -n "${SUPERVISOR_PID:-}" ] && kill "$SUPERVISOR_PID" 2>/dev/null || true
+  [ -n "${LOGKEEPER_PID:-}" ] && { pkill -P "$LOGKEEPER_PID" 2>/dev/null; kill "$LOGKEEPER_PID" 2>/dev/null; } || true
   [ -n "${NODELET_PID:-}" ] && kill "$NODELET_PID" 2>/dev/null || true
   if [ "${KEEP_BED:-}" != 1 ]; then bash "$bed" down || true; fi
   exit "$rc"
@@ -372,6 +373,23 @@ rollout() {
   fi
 }
 
+# keep_ds_logs: follows the log file of every container of a nodelet-system pod into $BED_DIR/logs/ds-*.log, so
+# what the DaemonSet's nodelet did is kept after its pod (and with it the file) is gone.
+keep_ds_logs() {
+  local -A followed=()
+  local f name
+  while :; do
+    for f in "$BED_DIR"/logs/pods/nodelet-system_*/*/*.log; do
+      [ -e "$f" ] && [ -z "${followed[$f]:-}" ] || continue
+      followed[$f]=1
+      name=${f#"$BED_DIR"/logs/pods/nodelet-system_}
+      name=${name//\//_}
+      tail -n +1 -F "$f" >> "$BED_DIR/logs/ds-$name" 2>/dev/null &
+    done
+    sleep 0.5
+  done
+}
+
 # daemonset: the kubelet under a supervisor; nodelet's image in the bed's registry; `kubectl apply -k` of an
 # overlay of deploy/ (the image, and the binary's copy kept under the bed); then delete it to hand back.
 daemonset() {
@@ -379,6 +397,8 @@ daemonset() {
   local -a args; mapfile -d '' -t args < "/proc/$kubelet_pid/cmdline"
   supervise "$kubelet_pid" "${args[@]}" &
   SUPERVISOR_PID=$!
+  keep_ds_logs &
+  LOGKEEPER_PID=$!
   log "pushing nodelet's image to the bed's registry as $IMAGE"
   (cd "$REPO_ROOT" && go run ./hack/image -bin "linux/$(go env GOARCH)=$NODELET_BIN" -version handover -push "$IMAGE" \
     -digest-file "$BED_DIR/image.digest")
