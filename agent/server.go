@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -79,6 +80,7 @@ func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store
 		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
 		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving, PodProcesses: processes,
 		PodVolumeStats: volumeStats, KubeletVersion: a.opts.KubeletVersion,
+		Cgroups: m, KubepodsCgroup: kubepods, Machine: func() (server.MachineFacts, error) { return machineFacts(m) },
 	}
 	if a.probeMetrics != nil {
 		o.ProbeMetrics = a.probeMetrics
@@ -135,6 +137,16 @@ func (host) nodeAddresses(a *Agent) []corev1.NodeAddress {
 	return n.Status.Addresses
 }
 
+// machineFacts are the machine_* families of /metrics/cadvisor.
+func machineFacts(m machine.Reader) (server.MachineFacts, error) {
+	info, err := m.Info()
+	if err != nil {
+		return server.MachineFacts{}, err
+	}
+	cores, sockets := m.CPUTopology()
+	return server.MachineFacts{Info: info, PhysicalCores: cores, CPUSockets: sockets}, nil
+}
+
 // nodeStats are the node figures of /stats/summary, from /proc, the memory cgroups and the root dir's
 // filesystem; with a kubepods cgroup, its memory as the "pods" system container.
 func nodeStats(m machine.Reader, kubepods string) (server.NodeStats, error) {
@@ -167,7 +179,27 @@ func nodeStats(m machine.Reader, kubepods string) (server.NodeStats, error) {
 			Inodes: &inodes, InodesFree: &free},
 		Rlimit:           &statsapi.RlimitStats{Time: now, MaxPID: &maxPID, NumOfRunningProcesses: &procs},
 		SystemContainers: podsContainer(m, kubepods, now),
+		Network:          nodeNetwork(m, now),
 	}, nil
+}
+
+// nodeNetwork is the host's interfaces, the default one being eth0 as in the kubelet's summary; nil when
+// /proc/net/dev cannot be read.
+func nodeNetwork(m machine.Reader, now metav1.Time) *statsapi.NetworkStats {
+	ifs, err := m.NetDev()
+	if err != nil {
+		return nil
+	}
+	n := &statsapi.NetworkStats{Time: now}
+	for _, i := range ifs {
+		st := statsapi.InterfaceStats{Name: i.Name, RxBytes: ptr.To(i.RxBytes), RxErrors: ptr.To(i.RxErrors),
+			TxBytes: ptr.To(i.TxBytes), TxErrors: ptr.To(i.TxErrors)}
+		n.Interfaces = append(n.Interfaces, st)
+		if i.Name == "eth0" {
+			n.InterfaceStats = st
+		}
+	}
+	return n
 }
 
 // podsContainer is the "pods" system container: the kubepods cgroup's memory, its available bytes being

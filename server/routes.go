@@ -40,7 +40,7 @@ func (s *Server) readOnlyRoutes() http.Handler {
 }
 
 // authNotRequiredRoutes are what the kubelet serves on both ports (its InstallAuthNotRequiredHandlers):
-// health, pods, stats and metrics (/metrics, /metrics/resource, /metrics/probes).
+// health, pods, stats and metrics (/metrics, /metrics/cadvisor, /metrics/resource, /metrics/probes).
 func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 	short := func(h http.HandlerFunc) http.Handler { return withTimeout(h, requestTimeout) }
 	mux.Handle("GET /healthz", short(s.healthz))
@@ -48,6 +48,7 @@ func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /metrics", short(promhttp.HandlerFor(s.opts.Metrics,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
 	mux.Handle("GET /metrics/resource", short(s.statsh().resourceMetrics))
+	mux.Handle("GET /metrics/cadvisor", short(s.statsh().cadvisorMetrics))
 	mux.Handle("GET /metrics/probes", short(promhttp.HandlerFor(s.probeMetrics,
 		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP))
 	mux.Handle("GET /stats/summary", short(s.statsh().statsSummary))

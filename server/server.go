@@ -101,6 +101,12 @@ type Options struct {
 	PodProcesses func(uid types.UID) (uint64, bool)
 	// PodVolumeStats is the usage of a pod's volumes on the node's disk (the summary's volume stats); nil: none.
 	PodVolumeStats func(uid types.UID) []statsapi.VolumeStats
+	// Cgroups reads the node's cgroups for /metrics/cadvisor: the root and the KubepodsCgroup tree (its path in
+	// the cgroup driver's layout). nil: the containers' CPU and memory come from the runtime's stats.
+	Cgroups        CgroupReader
+	KubepodsCgroup string
+	// Machine is the machine's facts for /metrics/cadvisor's machine_* families; nil: none.
+	Machine func() (MachineFacts, error)
 
 	// DisableServer is enableServer: false: no node API on Port at all (container logs are still
 	// rotated, and the read-only port is served if set), as the kubelet.

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // kubectl runs the bed's kubectl and returns its combined output and exit code.
@@ -118,5 +120,25 @@ var _ = Describe("Node API through the API server", func() {
 		code, body := nodeGet("/metrics")
 		Expect(code).To(Equal(http.StatusOK))
 		Expect(body).To(ContainSubstring("kubelet_running_pods "), "the authorized /metrics serves them")
+	})
+
+	It("serves /metrics/cadvisor: cAdvisor's families for the pods' cgroups, labelled with their pods and containers", func() {
+		ns := newNamespace()
+		p := create(shPod(ns, "measured", "sleep 3600", withResources(cpuMem("100m", "100Mi"), cpuMem("200m", "200Mi"))))
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "measured").Status.Phase).To(Equal(corev1.PodRunning))
+		}, 60*time.Second).Should(Succeed())
+		podCgroup := qosCgroup("burstable").Child(podrules.PodCgroupChild(string(p.UID))).Path(cgroupDriver())
+		podLabels := `{container="",id="` + podCgroup + `",image="",name="",namespace="` + ns + `",pod="measured"}`
+		Eventually(func(g Gomega) {
+			code, body := nodeGet("/metrics/cadvisor")
+			g.Expect(code).To(Equal(http.StatusOK), body)
+			g.Expect(body).To(ContainSubstring("container_spec_memory_limit_bytes"+podLabels+" 2.097152e+08\n"), "the pod cgroup's memory limit")
+			g.Expect(body).To(ContainSubstring("container_spec_cpu_quota"+podLabels+" 20000\n"), "the pod cgroup's CFS quota")
+			g.Expect(body).To(MatchRegexp(`container_memory_working_set_bytes\{container="main",id="`+podCgroup+`/[^"]+",image="busybox",name="[0-9a-f]{64}",namespace="`+ns+`",pod="measured"\} [1-9]`),
+				"the container's working set under its labels")
+			g.Expect(body).To(MatchRegexp(`container_cpu_usage_seconds_total\{container="",cpu="total",id="/",image="",name="",namespace="",pod=""\} [1-9]`), "the root cgroup")
+			g.Expect(body).To(MatchRegexp(`machine_cpu_cores\{[^}]*\} [1-9]`))
+		}, 30*time.Second, time.Second).Should(Succeed())
 	})
 })
