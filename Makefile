@@ -108,8 +108,12 @@ bench: build ## Pod start/stop latency on a real containerd bed vs the raw CRI f
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/bench.sh
 
 .PHONY: chaos
-chaos: build ## Faults on the bed with each node agent (containerd or the agent SIGKILLed during a burst or deletion of N pods; the API server and etcd down DOWN s): prints CHAOS lines (convergence time, stuck, restarted, duplicated, left behind). AGENTS, FAULTS, ROUNDS, N, DOWN.
+chaos: build ## Faults on the bed with each node agent (containerd or the agent SIGKILLed during a burst or deletion of N pods; the API server and etcd down DOWN s; the agent cut off from the API server CUT s; the clock stepped 10 min ahead STEP s): prints CHAOS lines (convergence time, stuck, restarted, duplicated, left behind). AGENTS, FAULTS, ROUNDS, N, DOWN, CUT, STEP.
 	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/chaos.sh
+
+.PHONY: soak
+soak: build ## Steady pod churn with probes, logs and exec for DURATION (default 1h) on a bed of its own (AGENT=kubelet: the kubelet): samples RSS, goroutines, open files and CPU every minute, prints their growth per hour, fails on anything left behind.
+	NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/soak.sh
 
 .PHONY: handover
 handover: build testbins ## Kubelet → nodelet → kubelet on a bed of its own through deploy/ (MODE=process: by hand); fails on any restarted container.

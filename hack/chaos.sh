@@ -15,6 +15,12 @@
 #                      (starting meanwhile), N/3 pods that finish 5 s later were created and N/3 running pods were
 #                      deleted, with N/3 pods running all along; converged = the new and the old ones Running, the
 #                      finishing ones Succeeded, the deleted ones gone, counted from the API server's return.
+#   api-cut            N running pods; the agent's packets to the API server dropped (iptables, matched by a net_cls
+#                      class the agent's process is moved into) for CUT seconds (default 120): the node goes NotReady,
+#                      the pods keep running; converged = the node Ready again and every pod Running, from the cut's end;
+#   clock-step         N running pods; the machine's clock stepped 10 minutes forward, N/3 new pods created, the clock
+#                      stepped back after STEP seconds (default 60) and N/3 more created; converged = the node Ready
+#                      and every pod Running, from the step back.
 # FAULTS picks some (default all). agent-burst and agent-delete with N=50 ROUNDS=10 are the agent killed at random
 # points while 50 pods start and while they stop. Needs root; one bed at a time on a machine.
 # shellcheck source-path=SCRIPTDIR
@@ -24,10 +30,12 @@ source "$here/lib.sh"
 
 export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-chaos} BIN_CACHE
 AGENTS=${AGENTS:-nodelet kubelet}
-FAULTS=${FAULTS:-containerd-burst containerd-delete agent-burst agent-delete apiserver-down}
+FAULTS=${FAULTS:-containerd-burst containerd-delete agent-burst agent-delete apiserver-down api-cut clock-step}
 ROUNDS=${ROUNDS:-3}
 N=${N:-30}
 DOWN=${DOWN:-60}
+CUT=${CUT:-120}
+STEP=${STEP:-60}
 NS=chaos
 bed="$here/bed.sh"
 FAILED=0
@@ -207,6 +215,74 @@ api_down() {
   report "$1" "$2 (down ${DOWN}s)" "$conv" "$r" "$dup" "$(settle_leaks "${ids[@]}" "${deleted[@]}")"
 }
 
+node_ready() { K get node -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true; }
+
+# ready_and_running: the node Ready and every pod of the namespace Running.
+ready_and_running() {
+  if [ "$(node_ready)" = True ] && [ "$(running)" = "$(present)" ]; then echo yes; else echo no; fi
+}
+
+# the net_cls class whose packets api-cut drops, and its cgroup.
+CUT_CLASSID=0x00100001
+CUT_CGROUP=/sys/fs/cgroup/net_cls/nodelet-chaos
+
+# uncut: the agent's packets flow again (also run on exit).
+uncut() {
+  while iptables -D OUTPUT -m cgroup --cgroup "$CUT_CLASSID" -p tcp --dport 6443 -j DROP 2>/dev/null; do :; done
+  if [ -d "$CUT_CGROUP" ]; then
+    local p
+    for p in $(cat "$CUT_CGROUP/cgroup.procs" 2>/dev/null); do echo "$p" > /sys/fs/cgroup/net_cls/cgroup.procs 2>/dev/null || true; done
+    rmdir "$CUT_CGROUP" 2>/dev/null || true
+  fi
+}
+
+# api_cut FAULT ROUND: the agent cut off from the API server for CUT seconds with N pods running.
+api_cut() {
+  local pid ids conv r dup notready=no t0
+  [ -d /sys/fs/cgroup/net_cls ] || { log "api-cut needs the net_cls cgroup controller (cgroup v1): skipped"; return; }
+  fresh_namespace
+  pods_yaml | K apply -f - >/dev/null
+  if [ "$(wait_until running "$N")" = stuck ]; then report "$1" "$2" stuck - - "(pods never ran)"; return; fi
+  pid=$(cat "$BED_DIR/pids/nodelet.pid")
+  mkdir -p "$CUT_CGROUP"
+  echo "$CUT_CLASSID" > "$CUT_CGROUP/net_cls.classid"
+  echo "$pid" > "$CUT_CGROUP/cgroup.procs"
+  iptables -I OUTPUT -m cgroup --cgroup "$CUT_CLASSID" -p tcp --dport 6443 -j DROP
+  t0=$SECONDS
+  while [ $((SECONDS - t0)) -lt "$CUT" ]; do
+    [ "$(node_ready)" = True ] || notready=yes
+    sleep 1
+  done
+  uncut
+  log "api-cut round $2: node NotReady during the cut: $notready; pods Running at its end: $(running)/$N"
+  conv=$(wait_until ready_and_running yes)
+  r=$(restarts); dup=$(duplicates)
+  mapfile -t ids < <(uids)
+  K delete pods -n "$NS" --all --wait=true --timeout=180s >/dev/null || true
+  report "$1" "$2 (cut ${CUT}s, NotReady:$notready)" "$conv" "$r" "$dup" "$(settle_leaks "${ids[@]}")"
+}
+
+# clock_step FAULT ROUND: the clock 10 minutes ahead for STEP seconds, pods created on both sides of the step back.
+clock_step() {
+  local ids conv r dup N3=$((N / 3))
+  fresh_namespace
+  pods_yaml old | K apply -f - >/dev/null
+  if [ "$(wait_until running "$N")" = stuck ]; then report "$1" "$2" stuck - - "(pods never ran)"; return; fi
+  date -s "+10 minutes" >/dev/null
+  STEPPED=1
+  N=$N3 pods_yaml ahead | K apply -f - >/dev/null
+  sleep "$STEP"
+  date -s "-10 minutes" >/dev/null
+  STEPPED=
+  N=$N3 pods_yaml back | K apply -f - >/dev/null
+  conv=$(wait_until ready_and_running yes)
+  if [ "$(present)" != $((N + 2 * N3)) ]; then conv="$conv (only $(present) pods)"; fi
+  r=$(restarts); dup=$(duplicates)
+  mapfile -t ids < <(uids)
+  K delete pods -n "$NS" --all --wait=true --timeout=180s >/dev/null || true
+  report "$1" "$2 (+10 min for ${STEP}s)" "$conv" "$r" "$dup" "$(settle_leaks "${ids[@]}")"
+}
+
 run_agent() {
   export AGENT=$1
   log "chaos with AGENT=$AGENT: a bed of its own in $BED_DIR"
@@ -221,6 +297,8 @@ run_agent() {
         agent-burst) burst nodelet "$f" "$r" ;;
         agent-delete) deletion nodelet "$f" "$r" ;;
         apiserver-down) api_down "$f" "$r" ;;
+        api-cut) api_cut "$f" "$r" ;;
+        clock-step) clock_step "$f" "$r" ;;
         *) die "unknown fault $f" ;;
       esac
     done
@@ -230,7 +308,7 @@ run_agent() {
 
 main() {
   [ "$(id -u)" -eq 0 ] || die "needs root"
-  trap 'bash "$bed" down >/dev/null 2>&1 || true' EXIT
+  trap 'uncut; if [ -n "${STEPPED:-}" ]; then date -s "-10 minutes" >/dev/null; fi; bash "$bed" down >/dev/null 2>&1 || true' EXIT
   local a
   for a in $AGENTS; do run_agent "$a"; done
   [ "$FAILED" = 0 ] || die "chaos: something was lost, stuck, restarted or left behind (see the CHAOS lines)"
