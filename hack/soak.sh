@@ -2,8 +2,8 @@
 # A soak on the bed (make soak): steady churn for DURATION (default 1h) with one node agent (AGENT, default nodelet;
 # AGENT=kubelet for the kubelet), on a bed of its own (BED_DIR default /var/lib/nodelet-bed-soak, cleaned first).
 #
-# The churn, every CYCLE seconds (default 10): BATCH new pods (default 5) created — each with an exec readiness probe
-# and an HTTP-less liveness probe, one in five with a container that exits once and is restarted — and the previous
+# The churn, every CYCLE seconds (default 10): BATCH new pods (default 5) created — each with exec readiness and
+# liveness probes, one in five with a container that exits once and is restarted — and the previous
 # cycle's batch deleted; `kubectl logs` and `kubectl exec` on one of LONG long-lived pods (default 10) that run
 # throughout with probes. Every SAMPLE seconds (default 60) a SOAK line: the agent's RSS, goroutines (go_goroutines
 # of its /metrics), open files and CPU seconds used. At the end every pod is deleted and the node must hold nothing of
@@ -55,8 +55,8 @@ spec:
     image: busybox
     command: [sh, -c, 'echo started; $script']
     volumeMounts: [{name: v, mountPath: /v}]
-    readinessProbe: {exec: {command: [true]}, periodSeconds: 5}
-    livenessProbe: {exec: {command: [true]}, periodSeconds: 10}
+    readinessProbe: {exec: {command: ["true"]}, periodSeconds: 5}
+    livenessProbe: {exec: {command: ["true"]}, periodSeconds: 10}
 YAML
 }
 
