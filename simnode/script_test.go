@@ -53,6 +53,30 @@ func TestBehaviourFromAnnotations(t *testing.T) {
 	}
 }
 
+// A container's logs, exec answers and usage come from its annotations; a malformed one fails its start.
+func TestLogsExecAndUsageFromAnnotations(t *testing.T) {
+	sandbox := &runtimeapi.PodSandboxConfig{Annotations: map[string]string{
+		AnnotationPrefix + "web.logs":    "one\ntwo\n",
+		AnnotationPrefix + "web.exec":    `{"cat /etc/hostname": "web\n"}`,
+		AnnotationPrefix + "web.usage":   "cpu=250m,memory=64Mi",
+		AnnotationPrefix + "bad.exec":    `["not", "an object"]`,
+		AnnotationPrefix + "worse.usage": "cpu=lots",
+	}}
+	ctr := func(name string) *runtimeapi.ContainerConfig {
+		return &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}}
+	}
+	b, ok := behaviour(sandbox, ctr("web"))
+	if !ok || b.Logs != "one\ntwo\n" || b.Exec["cat /etc/hostname"] != "web\n" || b.CPUNanoCores != 250_000_000 ||
+		b.MemoryBytes != 64<<20 || b.StartError != "" {
+		t.Errorf("web: %+v %v", b, ok)
+	}
+	for _, name := range []string{"bad", "worse"} {
+		if b, _ := behaviour(sandbox, ctr(name)); b.StartError == "" {
+			t.Errorf("%s: a malformed annotation must fail the start: %+v", name, b)
+		}
+	}
+}
+
 func TestProbe(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
 		AnnotationPrefix + "a.ready": "false", AnnotationPrefix + "b.live": "false",

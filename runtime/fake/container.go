@@ -132,6 +132,9 @@ func (r *containerService) StartContainer(_ context.Context, req *runtimeapi.Sta
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.now()
+	if err := writeLogs(c.logPath, c.behaviour.Logs, r.clock.Now()); err != nil {
+		return nil, status.Errorf(codes.Internal, "write the container's log: %v", err)
+	}
 	r.publishLocked(c.sandboxID, c.id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	if d := c.behaviour.ExitAfter; d > 0 {
 		id := c.id
@@ -316,7 +319,8 @@ func (r *containerService) ExecSync(_ context.Context, req *runtimeapi.ExecSyncR
 	if res, ok := r.execResults[c.config.GetMetadata().GetName()]; ok {
 		return proto.CloneOf(res), nil
 	}
-	return &runtimeapi.ExecSyncResponse{}, nil
+	stdout, stderr, code := c.behaviour.run(req.GetCmd())
+	return &runtimeapi.ExecSyncResponse{Stdout: []byte(stdout), Stderr: []byte(stderr), ExitCode: code}, nil
 }
 
 // Exec returns a fake streaming URL for a running container.
@@ -328,6 +332,9 @@ func (r *containerService) Exec(_ context.Context, req *runtimeapi.ExecRequest) 
 	defer r.mu.Unlock()
 	if _, err := r.runningContainerLocked(req.GetContainerId()); err != nil {
 		return nil, err
+	}
+	if r.streamer != nil {
+		return r.streamer.GetExec(req)
 	}
 	return &runtimeapi.ExecResponse{Url: streamURL("exec")}, nil
 }
@@ -341,6 +348,9 @@ func (r *containerService) Attach(_ context.Context, req *runtimeapi.AttachReque
 	defer r.mu.Unlock()
 	if _, err := r.runningContainerLocked(req.GetContainerId()); err != nil {
 		return nil, err
+	}
+	if r.streamer != nil {
+		return r.streamer.GetAttach(req)
 	}
 	return &runtimeapi.AttachResponse{Url: streamURL("attach")}, nil
 }

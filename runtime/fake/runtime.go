@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-streaming/pkg/streaming"
 	"k8s.io/utils/clock"
 )
 
@@ -68,6 +69,10 @@ type state struct {
 	subs        map[*subscriber]struct{}
 	seq         uint64
 	ipSeq       uint32
+
+	// streaming: Start serves exec, attach and port-forward (WithStreaming); streamer once started.
+	streaming bool
+	streamer  streaming.Server
 
 	done chan struct{} // closed by Stop
 }
@@ -205,6 +210,12 @@ func (r *Runtime) Start(socketPath string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("listen on %s: %w", socketPath, err)
 	}
+	if r.streaming {
+		if err := r.startStreamingLocked(); err != nil {
+			_ = lis.Close()
+			return "", err
+		}
+	}
 	srv := grpc.NewServer()
 	runtimeapi.RegisterRuntimeServiceServer(srv, r.runtime)
 	runtimeapi.RegisterImageServiceServer(srv, r.images)
@@ -232,8 +243,11 @@ func (r *Runtime) Stop() {
 		for _, c := range r.containers {
 			c.cancelTimer()
 		}
-		srv, path := r.server, r.socketPath
+		srv, path, streamer := r.server, r.socketPath, r.streamer
 		r.mu.Unlock()
+		if streamer != nil {
+			_ = streamer.Stop()
+		}
 		if srv == nil {
 			return
 		}

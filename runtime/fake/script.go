@@ -39,6 +39,32 @@ type Behaviour struct {
 	// 137). Without it the container exits at once with 143 (SIGTERM).
 	// A timeout <= 0 always kills at once with 137.
 	IgnoreSIGTERM bool
+	// Logs is what the container writes to stdout when it starts, one log entry per line, in its CRI log
+	// file (as the runtime writes it for the kubelet's containerLogs).
+	Logs string
+	// Exec answers the commands run in the container (ExecSync, and Exec with WithStreaming): by its command
+	// line (the words joined by spaces), the output with exit code 0; any other command exits 127 with
+	// "<command>: not found" on stderr. nil: every command succeeds with no output. A result set with
+	// SetExecResult comes first.
+	Exec map[string]string
+	// CPUNanoCores and MemoryBytes are the usage the running container reports (0: the runtime's default).
+	CPUNanoCores, MemoryBytes uint64
+}
+
+// run answers a command run in a container of this behaviour: its stdout, stderr and exit code.
+func (b Behaviour) run(cmd []string) (stdout, stderr string, exitCode int32) {
+	if b.Exec == nil {
+		return "", "", 0
+	}
+	line := strings.Join(cmd, " ")
+	if out, ok := b.Exec[line]; ok {
+		return out, "", 0
+	}
+	name := line
+	if len(cmd) > 0 {
+		name = cmd[0]
+	}
+	return "", name + ": not found\n", 127
 }
 
 // AddImage puts an image into the store, with an id and a repo digest derived

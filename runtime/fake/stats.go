@@ -32,6 +32,16 @@ func (r *statsService) containerStats(c *container) *runtimeapi.ContainerStats {
 	var cpu, coreNanos, mem, rss uint64
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		cpu, coreNanos, mem, rss = statCPUNanoCores, statCPUCoreNanos, statMemWorkingSet, statMemRSS
+		if b := c.behaviour; b.CPUNanoCores > 0 {
+			cpu = b.CPUNanoCores
+			// CPU time at that rate since the container started.
+			if up := now - c.startedAt; up > 0 {
+				coreNanos = uint64(float64(b.CPUNanoCores) * float64(up) / 1e9)
+			}
+		}
+		if b := c.behaviour; b.MemoryBytes > 0 {
+			mem, rss = b.MemoryBytes, b.MemoryBytes/2
+		}
 	}
 	return &runtimeapi.ContainerStats{
 		Attributes: &runtimeapi.ContainerAttributes{
