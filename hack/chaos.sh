@@ -99,22 +99,8 @@ duplicates() {
     sort | uniq -d | grep -c . || true
 }
 
-# leaks UIDS...: what the runtime and the agent's root still hold of these deleted pods.
-leaks() {
-  local out="" uid n
-  local sandboxes; sandboxes=$(crictl_bed pods | awk -v ns="$NS" 'NR > 1 && $6 == ns { print $1 }')
-  n=$(echo "$sandboxes" | grep -c . || true)
-  [ "$n" = 0 ] || out+=" sandboxes:$n"
-  n=$(crictl_bed ps -a | awk -v s="$sandboxes" 'BEGIN { split(s, ids); for (i in ids) mine[ids[i]] = 1 } NR > 1 && ($8 in mine)' | grep -c . || true)
-  [ "$n" = 0 ] || out+=" containers:$n"
-  n=0
-  for uid in "$@"; do [ -e "$(agent_root)/pods/$uid" ] && n=$((n + 1)); done
-  [ "$n" = 0 ] || out+=" pod-dirs:$n"
-  n=0
-  for uid in "$@"; do grep -q "/pods/$uid/" /proc/self/mountinfo && n=$((n + 1)); done
-  [ "$n" = 0 ] || out+=" mounts:$n"
-  echo "${out:- none}"
-}
+# leaks UIDS...: what the runtime, the agent's root, the mounts and the pod cgroups still hold of these deleted pods.
+leaks() { pod_leaks "$NS" "$(agent_root)" "$@"; }
 
 uids() { K get pods -n "$NS" -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}'; }
 

@@ -105,3 +105,31 @@ mount_cgroup_controllers() {
     mount -o remount,ro /sys/fs/cgroup || true
   fi
 }
+
+# pod_leaks NS ROOT UIDS...: what the bed's runtime, the agent's root dir ROOT, the mounts and the pod cgroups
+# still hold of the pods of namespace NS with these UIDs (deleted ones): " sandboxes:N containers:N pod-dirs:N
+# mounts:N cgroups:N" for each kind that is not empty, " none" when nothing is left. Needs BED_DIR.
+pod_leaks() {
+  local ns=$1 root=$2 out="" uid n sandboxes
+  shift 2
+  local crictl=("$BED_DIR/bin/crictl" -r "unix://$BED_DIR/run/containerd.sock")
+  # hack/crictl's tables: pods "ID AGE ago STATE NAME NAMESPACE ATTEMPT", ps "ID IMAGE AGE ago STATE NAME ATTEMPT POD".
+  sandboxes=$("${crictl[@]}" pods | awk -v ns="$ns" 'NR > 1 && $6 == ns { print $1 }')
+  n=$(echo "$sandboxes" | grep -c . || true)
+  [ "$n" = 0 ] || out+=" sandboxes:$n"
+  n=$("${crictl[@]}" ps -a | awk -v s="$sandboxes" 'BEGIN { split(s, ids); for (i in ids) mine[ids[i]] = 1 } NR > 1 && ($8 in mine)' | grep -c . || true)
+  [ "$n" = 0 ] || out+=" containers:$n"
+  n=0
+  for uid in "$@"; do [ -e "$root/pods/$uid" ] && n=$((n + 1)); done
+  [ "$n" = 0 ] || out+=" pod-dirs:$n"
+  n=0
+  for uid in "$@"; do grep -q "/pods/$uid/" /proc/self/mountinfo && n=$((n + 1)); done
+  [ "$n" = 0 ] || out+=" mounts:$n"
+  n=0
+  for uid in "$@"; do
+    find /sys/fs/cgroup/memory/kubepods* /sys/fs/cgroup/kubepods* -maxdepth 3 -type d \
+      \( -name "pod$uid" -o -name "*pod${uid//-/_}.slice" \) 2>/dev/null | grep -q . && n=$((n + 1))
+  done
+  [ "$n" = 0 ] || out+=" cgroups:$n"
+  echo "${out:- none}"
+}

@@ -25,7 +25,6 @@ NS=soak
 bed="$here/bed.sh"
 
 K() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "$@"; }
-crictl_bed() { "$BED_DIR/bin/crictl" -r "unix://$BED_DIR/run/containerd.sock" "$@"; }
 agent_root() { if [ "$AGENT" = kubelet ]; then echo "$BED_DIR/nodelet/root-kubelet"; else echo "$BED_DIR/nodelet/root"; fi; }
 
 # seconds DURATION: 90, 90s, 15m, 1h → seconds.
@@ -74,24 +73,7 @@ sample() {
 }
 
 # leaks UIDS...: what the runtime, the agent's root, the mounts and the pod cgroups still hold of these pods.
-leaks() {
-  local out="" uid n
-  n=$(crictl_bed pods | awk -v ns="$NS" 'NR > 1 && $6 == ns' | grep -c . || true)
-  [ "$n" = 0 ] || out+=" sandboxes:$n"
-  n=0
-  for uid in "$@"; do [ -e "$(agent_root)/pods/$uid" ] && n=$((n + 1)); done
-  [ "$n" = 0 ] || out+=" pod-dirs:$n"
-  n=0
-  for uid in "$@"; do grep -q "/pods/$uid/" /proc/self/mountinfo && n=$((n + 1)); done
-  [ "$n" = 0 ] || out+=" mounts:$n"
-  n=0
-  for uid in "$@"; do
-    find /sys/fs/cgroup/memory/kubepods* /sys/fs/cgroup/kubepods* -maxdepth 3 -type d \
-      \( -name "pod$uid" -o -name "*pod${uid//-/_}.slice" \) 2>/dev/null | grep -q . && n=$((n + 1))
-  done
-  [ "$n" = 0 ] || out+=" cgroups:$n"
-  echo "${out:- none}"
-}
+leaks() { pod_leaks "$NS" "$(agent_root)" "$@"; }
 
 # growth COLUMN: the slope per hour of that column of soak.tsv over the samples after the first quarter.
 growth() {
