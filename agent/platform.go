@@ -6,8 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/pleg"
+	"github.com/nodelet/nodelet/server"
 	"github.com/nodelet/nodelet/staticpods"
 )
 
@@ -51,7 +55,7 @@ type Platform interface {
 func Host() Platform { return host{} }
 
 // Simulated runs a node on a simulated runtime (runtime/fake) without touching the host: no pod cgroups,
-// no volume files, no node API server, no image or container garbage collection, no kernel checks, no image
+// no volume files, a node API server only when asked for (Simulation.NodeAPI), no image or container garbage collection, no kernel checks, no image
 // pull records on disk, and probes answered by s.Probe instead of the network and the runtime.
 func Simulated(s Simulation) Platform { return simulated{s} }
 
@@ -71,6 +75,10 @@ type Simulation struct {
 	// Leases, when set, renews the node's Lease with the other nodes of the process (hollow nodes)
 	// instead of on a timer of its own.
 	Leases LeaseBatch
+	// NodeAPI serves the node API (containerLogs, exec through the runtime's streaming server, stats and
+	// metrics of the simulated machine and runtime) as the configuration says: its address and port,
+	// authentication and authorization.
+	NodeAPI bool
 }
 
 // LeaseBatch renews the Leases of the nodes of a process together (controllers.LeaseBatch).
@@ -180,9 +188,49 @@ func (p simulated) podOptions(opts *podlifecycle.Options) {
 	opts.HousekeepingPeriod = p.s.HousekeepingPeriod
 }
 
-func (simulated) hostParts(*Agent, *rest.Config, *staticpods.Store, record.EventRecorder, *runtime.Connector,
-	*podlifecycle.Reconciler) error {
+// hostParts: the node API when the simulation serves one, on the simulated machine's figures; no garbage
+// collectors or eviction manager.
+func (p simulated) hostParts(a *Agent, restCfg *rest.Config, store *staticpods.Store, _ record.EventRecorder, _ *runtime.Connector,
+	pods *podlifecycle.Reconciler) error {
+	if !p.s.NodeAPI {
+		return nil
+	}
+	srv, err := (host{}).newNodeServer(a, restCfg, store, pods, simulatedFacts(p.machine(a)))
+	if err != nil {
+		return err
+	}
+	a.local = append(a.local, srv)
 	return nil
+}
+
+// simulatedFacts are a simulated machine's figures for the node API: its capacity and signals, no cgroups.
+func simulatedFacts(m MachineReader) nodeFacts {
+	return nodeFacts{
+		stats: func(context.Context) (server.NodeStats, error) {
+			info, err := m.Info()
+			if err != nil {
+				return server.NodeStats{}, err
+			}
+			sig, err := m.Signals()
+			if err != nil {
+				return server.NodeStats{}, err
+			}
+			now := metav1.Now()
+			avail := uint64(max(sig.MemoryAvailableBytes, 0))
+			working := uint64(max(info.MemoryBytes-sig.MemoryAvailableBytes, 0))
+			capacity, free := uint64(max(sig.NodeFsCapacityBytes, 0)), uint64(max(sig.NodeFsAvailableBytes, 0))
+			return server.NodeStats{
+				CPU:    statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: ptr.To(uint64(0))},
+				Memory: statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: ptr.To(working), AvailableBytes: &avail},
+				Fs: statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &free, UsedBytes: ptr.To(capacity - min(free, capacity)),
+					Inodes: ptr.To(uint64(max(sig.NodeFsInodes, 0))), InodesFree: ptr.To(uint64(max(sig.NodeFsInodesFree, 0)))},
+			}, nil
+		},
+		machine: func() (server.MachineFacts, error) {
+			info, err := m.Info()
+			return server.MachineFacts{Info: info, PhysicalCores: int(info.NumCPU), CPUSockets: 1}, err
+		},
+	}
 }
 
 func (p simulated) machine(a *Agent) MachineReader {

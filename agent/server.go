@@ -36,6 +36,32 @@ func needsAPIForAuth(kc *kubeletconfigv1beta1.KubeletConfiguration) bool {
 // rotation, which runs even with enableServer false.
 func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store, pods *podlifecycle.Reconciler) (*server.Server, error) {
 	kc := &a.cfg.Kubelet
+	m := machine.Reader{FsPath: a.cfg.RootDir}
+	kubepods := ""
+	if kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS {
+		// Its path in the cgroup driver's layout (/kubepods, or /kubepods.slice with systemd).
+		kubepods = podrules.KubepodsCgroupName(kc.CgroupRoot).Path(kc.CgroupDriver)
+	}
+	return h.newNodeServer(a, restCfg, store, pods, nodeFacts{
+		stats:    func(context.Context) (server.NodeStats, error) { return nodeStats(m, kubepods) },
+		cgroups:  m,
+		kubepods: kubepods,
+		machine:  func() (server.MachineFacts, error) { return machineFacts(m) },
+	})
+}
+
+// nodeFacts are where the node API reads the node's own figures: this machine's /proc and cgroups, or a
+// simulated machine's (no cgroups: the containers' figures come from the runtime's stats).
+type nodeFacts struct {
+	stats    func(context.Context) (server.NodeStats, error)
+	cgroups  server.CgroupReader
+	kubepods string
+	machine  func() (server.MachineFacts, error)
+}
+
+// newNodeServer is the node API of the agent's configuration, reading the node's figures from facts.
+func (h host) newNodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store, pods *podlifecycle.Reconciler, facts nodeFacts) (*server.Server, error) {
+	kc := &a.cfg.Kubelet
 	kube, err := a.api.clientset(restCfg)
 	if err != nil {
 		return nil, err
@@ -55,12 +81,6 @@ func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store
 	if err != nil {
 		return nil, err
 	}
-	m := machine.Reader{FsPath: a.cfg.RootDir}
-	kubepods := ""
-	if kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS {
-		// Its path in the cgroup driver's layout (/kubepods, or /kubepods.slice with systemd).
-		kubepods = podrules.KubepodsCgroupName(kc.CgroupRoot).Path(kc.CgroupDriver)
-	}
 	var processes func(types.UID) (uint64, bool)
 	if a.podCgroups != nil {
 		processes = a.podCgroups.Processes
@@ -75,12 +95,15 @@ func (h host) nodeServer(a *Agent, restCfg *rest.Config, store *staticpods.Store
 		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: h.nodePods(a, store),
 		Metrics: a.opts.Metrics, Registerer: a.opts.Metrics, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
 		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: a.clock(),
-		NodeStats:     func(context.Context) (server.NodeStats, error) { return nodeStats(m, kubepods) },
+		NodeStats:     facts.stats,
 		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		TLSMinVersion: tlsOpts.MinVersion, TLSCipherSuites: tlsOpts.CipherSuites, TLSCurvePreferences: tlsOpts.CurvePreferences,
 		ReadOnlyPort: kc.ReadOnlyPort, ServingCertificate: serving, PodProcesses: processes,
 		PodVolumeStats: volumeStats, KubeletVersion: a.opts.KubeletVersion,
-		Cgroups: m, KubepodsCgroup: kubepods, Machine: func() (server.MachineFacts, error) { return machineFacts(m) },
+		KubepodsCgroup: facts.kubepods, Machine: facts.machine,
+	}
+	if facts.cgroups != nil {
+		o.Cgroups = facts.cgroups
 	}
 	if a.probeMetrics != nil {
 		o.ProbeMetrics = a.probeMetrics

@@ -56,6 +56,10 @@ type Options struct {
 	GCPercent int
 	// PprofAddress, when set, serves Go's profiles (net/http/pprof) there, for scale work.
 	PprofAddress string
+	// NodeAPIClientCA, when set, has every node serve its node API on a port of its own on 127.0.0.1 (its
+	// InternalIP then), trusting client certificates of this CA (the API server's
+	// --kubelet-client-certificate): kubectl logs and exec reach the hollow pods.
+	NodeAPIClientCA string
 }
 
 // ParseFlags parses `nodelet hollow` flags.
@@ -71,6 +75,7 @@ func ParseFlags(args []string) (Options, error) {
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	fs.IntVar(&o.GCPercent, "gc-percent", 25, "the process's GOGC: lower trades CPU for memory (0: Go's default or $GOGC)")
 	fs.StringVar(&o.PprofAddress, "pprof-address", "", "serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
+	fs.StringVar(&o.NodeAPIClientCA, "node-api-client-ca", "", "serve each node's API on 127.0.0.1, trusting client certificates of this CA (the API server's kubelet client certificate)")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
 	}
@@ -196,8 +201,12 @@ func startNodes(ctx context.Context, restCfg *rest.Config, o Options, sh shared)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			name := fmt.Sprintf("%s%d", o.NamePrefix, i)
+			spec := simnode.Spec{Name: name, NodeIP: nodeIP(i), Logger: o.Logger.WithName(name)}
+			if o.NodeAPIClientCA != "" {
+				spec.NodeIP, spec.NodeAPI = net.IPv4(127, 0, 0, 1), &simnode.NodeAPI{ClientCAFile: o.NodeAPIClientCA}
+			}
 			nodes[i], errs[i] = simnode.Start(ctx, restCfg, simnode.Options{
-				Spec:   simnode.Spec{Name: name, NodeIP: nodeIP(i), Logger: o.Logger.WithName(name)},
+				Spec:   spec,
 				NoWait: true, Services: sh.services, Leases: sh.leases,
 				RelistPeriod: o.RelistPeriod, Workers: o.Workers, HousekeepingPeriod: time.Minute,
 				Recorder: sh.events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}),

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodelet/nodelet/simnode"
+	"github.com/nodelet/nodelet/testnode"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -99,5 +102,51 @@ func TestHollowNodes(t *testing.T) {
 		if want := nodeIP(int(p.Name[1] - '0')).String(); p.Status.HostIP != want {
 			t.Errorf("pod %s on %s reports hostIP %s, want its own node's %s", p.Name, p.Spec.NodeName, p.Status.HostIP, want)
 		}
+	}
+}
+
+// With --node-api-client-ca, hollow nodes serve their node API: kubectl logs of a hollow pod reads what its
+// logs annotation scripted, through the API server.
+func TestHollowNodesServeTheNodeAPI(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS must point at etcd and kube-apiserver (run with `make unit`)")
+	}
+	env := &envtest.Environment{}
+	kubelets, err := testnode.ServeNodeAPIs(env, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, Options{RestConfig: cfg, Nodes: 2, NamePrefix: "api-", NodeAPIClientCA: kubelets.NodeAPI.ClientCAFile})
+	}()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "logger", Annotations: map[string]string{
+		simnode.AnnotationPrefix + "app.logs": "from a hollow node"}},
+		Spec: corev1.PodSpec{NodeName: "api-1", Containers: []corev1.Container{{Name: "app", Image: "registry.example/app"}}}}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var logs []byte
+	var lastErr error
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		logs, lastErr = cs.CoreV1().Pods("default").GetLogs("logger", &corev1.PodLogOptions{}).DoRaw(ctx)
+		return lastErr == nil, nil
+	}); err != nil || string(logs) != "from a hollow node\n" {
+		t.Fatalf("logs of the hollow pod = %q, %v (last error: %v)", logs, err, lastErr)
 	}
 }

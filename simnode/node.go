@@ -45,6 +45,18 @@ type Spec struct {
 	Logger logr.Logger
 	// ReadyTimeout bounds how long Start waits for the Node to be Ready (default 30 s).
 	ReadyTimeout time.Duration
+	// NodeAPI, when set, serves the node API on a free port of NodeIP: containerLogs (what the containers'
+	// logs annotations wrote), exec (answered by their exec annotations), /stats/summary and /metrics/resource
+	// (their usage annotations), authenticated and authorized as a real node's (webhook authentication and
+	// authorization through the API server, client certificates of NodeAPI.ClientCAFile).
+	NodeAPI *NodeAPI
+}
+
+// NodeAPI is how a simulated node's API authenticates the API server.
+type NodeAPI struct {
+	// ClientCAFile is the CA of the client certificate the API server presents to nodes
+	// (kube-apiserver --kubelet-client-certificate).
+	ClientCAFile string
 }
 
 // Options configure a simulated node: its Spec and what a process of many nodes shares or tunes.
@@ -114,7 +126,11 @@ func Start(ctx context.Context, restConfig *rest.Config, opts Options) (*Node, e
 }
 
 func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options) error {
-	n.runtime = fake.New(fake.WithBehaviourFunc(behaviour), fake.WithPullAny(), fake.WithVersion("simulated", "0.1.0"))
+	rtOpts := []fake.Option{fake.WithBehaviourFunc(behaviour), fake.WithPullAny(), fake.WithVersion("simulated", "0.1.0")}
+	if opts.NodeAPI != nil {
+		rtOpts = append(rtOpts, fake.WithStreaming())
+	}
+	n.runtime = fake.New(rtOpts...)
 	endpoint, err := n.runtime.Start(filepath.Join(n.dir, "cri.sock"))
 	if err != nil {
 		return err
@@ -137,7 +153,7 @@ func (n *Node) start(ctx context.Context, restConfig *rest.Config, opts Options)
 		Metrics: metrics, Recorder: opts.Recorder, Clock: opts.Clock,
 		Services: opts.Services,
 		Platform: agent.Simulated(agent.Simulation{Probe: probe, Machine: simulatedMachine(opts), RelistPeriod: opts.RelistPeriod,
-			Workers: opts.Workers, Leases: opts.Leases, HousekeepingPeriod: opts.HousekeepingPeriod}),
+			Workers: opts.Workers, Leases: opts.Leases, HousekeepingPeriod: opts.HousekeepingPeriod, NodeAPI: opts.NodeAPI != nil}),
 	})
 	if err != nil {
 		n.runtime.Stop()
@@ -176,6 +192,16 @@ func nodeConfig(opts Options, dir, endpoint string) (*config.Config, error) {
 	kc.PodLogsDir = filepath.Join(dir, "logs")
 	kc.HealthzPort = ptr.To(int32(0))
 	kc.EnableServer = ptr.To(false)
+	if opts.NodeAPI != nil {
+		port, err := freePort(cfg.NodeIPs[0])
+		if err != nil {
+			return nil, fmt.Errorf("simnode: a port for the node API: %w", err)
+		}
+		kc.EnableServer = ptr.To(true)
+		kc.Address = cfg.NodeIPs[0].String()
+		kc.Port = port
+		kc.Authentication.X509.ClientCAFile = opts.NodeAPI.ClientCAFile
+	}
 	if opts.MaxPods > 0 {
 		kc.MaxPods = opts.MaxPods
 	}
@@ -183,6 +209,16 @@ func nodeConfig(opts Options, dir, endpoint string) (*config.Config, error) {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
 	return cfg, nil
+}
+
+// freePort is a TCP port free on ip now.
+func freePort(ip net.IP) (int32, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return int32(port), l.Close() //nolint:gosec // a TCP port fits
 }
 
 // simulatedMachine is a machine of the options' capacity with plenty of everything free.

@@ -19,13 +19,18 @@ import (
 	"github.com/nodelet/nodelet/testnode"
 )
 
-// TestWorkloadsOnTestNodes runs a Deployment's pods, a Job's pod and a crash-looping pod on two test nodes
-// of an envtest API server, then deletes them.
+// TestWorkloadsOnTestNodes runs a Deployment's pods, a Job's pod (whose logs it reads through the API server)
+// and a crash-looping pod on two test nodes of an envtest API server, then deletes them.
 func TestWorkloadsOnTestNodes(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS must point at etcd and kube-apiserver (run with `make unit`)")
 	}
 	env := &envtest.Environment{}
+	// The nodes serve their node API to the API server (kubectl logs and exec work), as real nodes do.
+	kubelets, err := testnode.ServeNodeAPIs(env, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +42,7 @@ func TestWorkloadsOnTestNodes(t *testing.T) {
 
 	var nodes []*testnode.Node
 	for _, name := range []string{"node-a", "node-b"} {
-		n, err := testnode.Start(ctx, cfg, testnode.Options{Name: name})
+		n, err := testnode.Start(ctx, cfg, testnode.Options{Name: name, NodeAPI: kubelets.NodeAPI})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,13 +68,17 @@ func TestWorkloadsOnTestNodes(t *testing.T) {
 		create(p)
 	}
 	// A Job's pod that completes after 2 s, a pod held unready, and a crash-looping pod.
-	create(pod("job", "node-a", corev1.RestartPolicyNever, map[string]string{"testnode.nodelet.io/app": "exit=0,after=2s"}))
+	create(pod("job", "node-a", corev1.RestartPolicyNever, map[string]string{"testnode.nodelet.io/app": "exit=0,after=2s",
+		"testnode.nodelet.io/app.logs": "processed 3 items"}))
 	create(pod("unready", "node-b", corev1.RestartPolicyAlways, map[string]string{"testnode.nodelet.io/app.ready": "false"}))
 	create(pod("crash", "node-b", corev1.RestartPolicyAlways, map[string]string{"testnode.nodelet.io/app": "exit=1,after=1s"}))
 
 	waitPod(ctx, t, pods, "web-0", ready(true))
 	waitPod(ctx, t, pods, "web-1", ready(true))
 	waitPod(ctx, t, pods, "job", phase(corev1.PodSucceeded))
+	if logs, err := pods.GetLogs("job", &corev1.PodLogOptions{}).DoRaw(ctx); err != nil || string(logs) != "processed 3 items\n" {
+		t.Errorf("the Job pod's logs = %q, %v; want what its logs annotation scripted", logs, err)
+	}
 	waitPod(ctx, t, pods, "crash", waiting("CrashLoopBackOff"))
 	waitPod(ctx, t, pods, "unready", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && !isReady(p) })
 
