@@ -216,14 +216,11 @@ func simulatedFacts(m MachineReader) nodeFacts {
 				return server.NodeStats{}, err
 			}
 			now := metav1.Now()
-			avail := uint64(max(sig.MemoryAvailableBytes, 0))
 			working := uint64(max(info.MemoryBytes-sig.MemoryAvailableBytes, 0))
-			capacity, free := uint64(max(sig.NodeFsCapacityBytes, 0)), uint64(max(sig.NodeFsAvailableBytes, 0))
 			return server.NodeStats{
 				CPU:    statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: ptr.To(uint64(0))},
-				Memory: statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: ptr.To(working), AvailableBytes: &avail},
-				Fs: statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &free, UsedBytes: ptr.To(capacity - min(free, capacity)),
-					Inodes: ptr.To(uint64(max(sig.NodeFsInodes, 0))), InodesFree: ptr.To(uint64(max(sig.NodeFsInodesFree, 0)))},
+				Memory: memoryStats(now, working, working, sig),
+				Fs:     nodeFsStats(now, sig),
 			}, nil
 		},
 		machine: func() (server.MachineFacts, error) {

@@ -188,18 +188,12 @@ func nodeStats(m machine.Reader, kubepods string) (server.NodeStats, error) {
 		working = u.MemoryTotalBytes - u.MemoryAvailableBytes
 		usage = working
 	}
-	available := uint64(sig.MemoryAvailableBytes)
-	capacity, avail := uint64(sig.NodeFsCapacityBytes), uint64(sig.NodeFsAvailableBytes)
-	used := capacity - avail
-	inodes, free := uint64(sig.NodeFsInodes), uint64(sig.NodeFsInodesFree)
 	maxPID, procs := sig.PIDMax, sig.PIDsInUse
 	return server.NodeStats{
-		StartTime: u.BootTime,
-		CPU:       statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &u.CPUUsageNanoSeconds},
-		Memory: statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &usage,
-			AvailableBytes: &available},
-		Fs: statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
-			Inodes: &inodes, InodesFree: &free},
+		StartTime:        u.BootTime,
+		CPU:              statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &u.CPUUsageNanoSeconds},
+		Memory:           memoryStats(now, working, usage, sig),
+		Fs:               nodeFsStats(now, sig),
 		Rlimit:           &statsapi.RlimitStats{Time: now, MaxPID: &maxPID, NumOfRunningProcesses: &procs},
 		SystemContainers: podsContainer(m, kubepods, now),
 		Network:          nodeNetwork(m, now),
@@ -223,6 +217,22 @@ func nodeNetwork(m machine.Reader, now metav1.Time) *statsapi.NetworkStats {
 		}
 	}
 	return n
+}
+
+// memoryStats are the node's memory figures: its working set and usage, available as the memory.available
+// signal says.
+func memoryStats(now metav1.Time, working, usage uint64, sig machine.Signals) statsapi.MemoryStats {
+	available := uint64(max(sig.MemoryAvailableBytes, 0))
+	return statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &usage, AvailableBytes: &available}
+}
+
+// nodeFsStats are nodefs's figures as the signals give them.
+func nodeFsStats(now metav1.Time, sig machine.Signals) statsapi.FsStats {
+	capacity, avail := uint64(max(sig.NodeFsCapacityBytes, 0)), uint64(max(sig.NodeFsAvailableBytes, 0))
+	used := capacity - min(avail, capacity)
+	inodes, free := uint64(max(sig.NodeFsInodes, 0)), uint64(max(sig.NodeFsInodesFree, 0))
+	return statsapi.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
+		Inodes: &inodes, InodesFree: &free}
 }
 
 // podsContainer is the "pods" system container: the kubepods cgroup's memory, its available bytes being

@@ -41,24 +41,7 @@ func TestHollowNodes(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS must point at etcd and kube-apiserver (run with `make unit`)")
 	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- Run(runCtx, Options{RestConfig: cfg, Nodes: 5, NamePrefix: "hollow-"}) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cs := runHollow(t, &envtest.Environment{}, Options{Nodes: 5, NamePrefix: "hollow-"})
 	poll := func(what string, ok func(ctx context.Context) bool) {
 		t.Helper()
 		if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) { return ok(ctx), nil }); err != nil {
@@ -116,25 +99,7 @@ func TestHollowNodesServeTheNodeAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(runCtx, Options{RestConfig: cfg, Nodes: 2, NamePrefix: "api-", NodeAPIClientCA: kubelets.NodeAPI.ClientCAFile})
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cs := runHollow(t, env, Options{Nodes: 2, NamePrefix: "api-", NodeAPIClientCA: kubelets.NodeAPI.ClientCAFile})
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "logger", Annotations: map[string]string{
 		simnode.AnnotationPrefix + "app.logs": "from a hollow node"}},
 		Spec: corev1.PodSpec{NodeName: "api-1", Containers: []corev1.Container{{Name: "app", Image: "registry.example/app"}}}}
@@ -149,4 +114,28 @@ func TestHollowNodesServeTheNodeAPI(t *testing.T) {
 	}); err != nil || string(logs) != "from a hollow node\n" {
 		t.Fatalf("logs of the hollow pod = %q, %v (last error: %v)", logs, err, lastErr)
 	}
+}
+
+// runHollow starts env and runs hollow nodes of opts against it until the test ends; the context ends after a
+// minute.
+func runHollow(t *testing.T, env *envtest.Environment, opts Options) (context.Context, *kubernetes.Clientset) {
+	t.Helper()
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	opts.RestConfig = cfg
+	go func() { done <- Run(runCtx, opts) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		cancel()
+	})
+	return ctx, kubernetes.NewForConfigOrDie(cfg)
 }
