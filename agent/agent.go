@@ -32,6 +32,7 @@ import (
 	"github.com/nodelet/nodelet/devices"
 	"github.com/nodelet/nodelet/dra"
 	"github.com/nodelet/nodelet/eviction"
+	"github.com/nodelet/nodelet/internal/periodic"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/nodeshutdown"
 	"github.com/nodelet/nodelet/podcgroups"
@@ -131,6 +132,8 @@ type Agent struct {
 	tracerProvider tracing.TracerProvider
 	// shutdown is graceful node shutdown (nil on a simulated node).
 	shutdown *nodeshutdown.Manager
+	// loops counts what the periodic loops cost (nil on a simulated node).
+	loops *loopCosts
 	// podsTrigger asks for syncs of pods once the pod workers are built.
 	podsTrigger atomic.Pointer[func([]types.UID)]
 	// probeMetrics are the prober's metrics the node API serves at /metrics/probes (nil on a simulated node).
@@ -172,6 +175,13 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if err := opts.Platform.prepare(a); err != nil {
 		return nil, err
+	}
+	if !opts.Platform.simulated() {
+		loops, err := newLoopCosts(opts.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		a.loops = loops
 	}
 	restCfg := opts.RestConfig
 	a.api = apiFor(restCfg, cfg)
@@ -282,6 +292,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		}()
 	}
 	ctx = logr.NewContext(ctx, a.log)
+	if a.loops != nil {
+		ctx = periodic.WithObserver(ctx, a.loops)
+	}
 	a.log.Info("Starting nodelet", "version", a.opts.Version, "config", a.cfg.ConfigFile, "standalone", a.api.standalone(),
 		"simulated", a.opts.Platform.simulated())
 	g, gctx := errgroup.WithContext(ctx)

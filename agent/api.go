@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 // RestConfig is the client configuration of --kubeconfig, with the kubelet's kubeAPIQPS and kubeAPIBurst;
@@ -56,7 +57,7 @@ func (a *Agent) newManager(restCfg *rest.Config) (ctrl.Manager, error) {
 	if cfg.Kubelet.HealthzPort != nil && *cfg.Kubelet.HealthzPort > 0 {
 		healthAddr = net.JoinHostPort(cfg.Kubelet.HealthzBindAddress, strconv.Itoa(int(*cfg.Kubelet.HealthzPort)))
 	}
-	return ctrl.NewManager(restCfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 clientgoscheme.Scheme,
 		Logger:                 a.log,
 		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
@@ -68,7 +69,12 @@ func (a *Agent) newManager(restCfg *rest.Config) (ctrl.Manager, error) {
 		},
 		Client:     controllers.ClientOptions(),
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	if a.loops != nil {
+		// The manager's runnables run under a context of its own: it carries the loop cost observer too.
+		opts.BaseContext = func() context.Context { return periodic.WithObserver(context.Background(), a.loops) }
+	}
+	return ctrl.NewManager(restCfg, opts)
 }
 
 // eventRecorder records core/v1 events as the kubelet does (source component "kubelet", host = node).

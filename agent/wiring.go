@@ -210,11 +210,11 @@ func (host) volumes(a *Agent, node func(context.Context) (*corev1.Node, error)) 
 // more (left by a restart or a takeover).
 func (host) cleanUpStagedVolumes(ctx context.Context, a *Agent) error {
 	log := logr.FromContextOrDiscard(ctx)
-	return periodic.Run(ctx, a.clock(), nil, time.Minute, func(ctx context.Context) {
+	return periodic.Run(ctx, a.clock(), nil, time.Minute, periodic.Measured(ctx, "csi-unstage", func(ctx context.Context) {
 		if err := a.volumeMgr.CleanUpStaged(ctx); err != nil {
 			log.Error(err, "Unstaging a CSI volume no pod uses failed; retrying in a minute")
 		}
-	})
+	}))
 }
 
 // nodeReconciler keeps the Node registered and its status true.

@@ -136,7 +136,7 @@ func New(opts Options) (*Collector, error) {
 func (c *Collector) Start(ctx context.Context) error {
 	go c.runDeletor(ctx)
 	failed := false
-	return periodic.Run(ctx, c.clock, c.ready, GCPeriod, func(ctx context.Context) { failed = c.pass(ctx, failed) })
+	return periodic.Run(ctx, c.clock, c.ready, GCPeriod, periodic.Measured(ctx, "container-gc", func(ctx context.Context) { failed = c.pass(ctx, failed) }))
 }
 
 // pass is one period with the kubelet's failure handling: every failure is logged and recorded, the first

@@ -61,7 +61,7 @@ func (b *LeaseBatch) interval() time.Duration {
 // Start renews the members every interval, the first time one interval after Start (a member renews at once
 // when it joins), until ctx ends.
 func (b *LeaseBatch) Start(ctx context.Context) error {
-	return periodic.Every(ctx, b.Clock, b.interval(), func(context.Context) { b.renewAll() })
+	return periodic.Every(ctx, b.Clock, b.interval(), periodic.Measured(ctx, "lease", func(context.Context) { b.renewAll() }))
 }
 
 // renewAll renews every current member once, Workers at a time, and returns when all are done.

@@ -160,7 +160,7 @@ func (r *NodeReconciler) Trigger() {
 
 // tick asks for an evaluation now and then every UpdateFrequency, until ctx ends.
 func (r *NodeReconciler) tick(ctx context.Context) error {
-	return periodic.Run(ctx, r.Clock, nil, r.UpdateFrequency, func(context.Context) { r.Trigger() })
+	return periodic.Run(ctx, r.Clock, nil, r.UpdateFrequency, periodic.Measured(ctx, "node-status-trigger", func(context.Context) { r.Trigger() }))
 }
 
 // Reconcile registers the node if needed and brings its status up to date.

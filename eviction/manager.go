@@ -178,11 +178,15 @@ func (m *Manager) Start(ctx context.Context) error {
 	log.Info("Eviction manager: starting control loop", "thresholds", len(m.opts.Thresholds),
 		"localStorageCapacityIsolation", m.opts.LocalStorageCapacityIsolation)
 	defer m.stopNotifier()
-	for {
-		evicted, err := m.synchronize(ctx)
-		if err != nil {
+	var evicted []*corev1.Pod
+	sync := periodic.Measured(ctx, "eviction", func(ctx context.Context) {
+		var err error
+		if evicted, err = m.synchronize(ctx); err != nil {
 			log.Error(err, "Eviction manager: failed to synchronize")
 		}
+	})
+	for {
+		sync(ctx)
 		if len(evicted) > 0 {
 			log.Info("Eviction manager: pods evicted, waiting for pod to be cleaned up", "pods", podNames(evicted))
 			m.waitForCleanup(ctx, evicted)

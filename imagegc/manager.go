@@ -155,12 +155,12 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	beganGC := m.clock.Now()
 	prevFailed := false
-	return periodic.Run(ctx, m.clock, m.ready, ImageGCPeriod, func(ctx context.Context) {
+	return periodic.Run(ctx, m.clock, m.ready, ImageGCPeriod, periodic.Measured(ctx, "image-gc", func(ctx context.Context) {
 		prevFailed = m.pass(ctx, beganGC, prevFailed)
 		if m.passDone != nil {
 			m.passDone()
 		}
-	})
+	}))
 }
 
 // pass is one period: the kubelet's image detection, then its garbage collection with the kubelet's

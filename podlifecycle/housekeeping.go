@@ -37,7 +37,7 @@ const claimsReleasePeriod = time.Minute
 
 // Start runs housekeeping every housekeeping period until ctx ends.
 func (h *housekeeping) Start(ctx context.Context) error {
-	return periodic.Every(ctx, h.r.clock, h.r.housekeepingPeriod, h.run)
+	return periodic.Every(ctx, h.r.clock, h.r.housekeepingPeriod, periodic.Measured(ctx, "housekeeping", h.run))
 }
 
 func (h *housekeeping) run(ctx context.Context) {

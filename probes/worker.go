@@ -71,7 +71,7 @@ func (w *worker) run(ctx context.Context) {
 	if !w.waitInitialDelay(ctx) {
 		return
 	}
-	_ = periodic.RunTriggered(ctx, w.m.clock(), seconds(w.spec.PeriodSeconds, defaultPeriodSeconds), w.trigger, w.doProbe)
+	_ = periodic.RunTriggered(ctx, w.m.clock(), seconds(w.spec.PeriodSeconds, defaultPeriodSeconds), w.trigger, periodic.Measured(ctx, "probe", w.doProbe))
 }
 
 // waitInitialDelay waits until initialDelaySeconds after the container started; false if ctx ended.

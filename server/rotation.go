@@ -55,7 +55,7 @@ func (s logRotation) rotateLogs(ctx context.Context) {
 	if s.rotation.maxSize <= 0 {
 		return
 	}
-	_ = periodic.Every(ctx, s.opts.Clock, rotationPeriod, s.rotateOnce)
+	_ = periodic.Every(ctx, s.opts.Clock, rotationPeriod, periodic.Measured(ctx, "log-rotation", s.rotateOnce))
 }
 
 // rotateOnce rotates the log of each running container whose current file reached maxSize.

@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/periodic"
 )
 
 const (
@@ -59,13 +61,16 @@ func (f *FileSource) Start(ctx context.Context) error {
 	r.ensureWatch() // before reading, so no change slips between the read and the watch
 	r.resync()
 	r.store.markSeen(SourceFile)
+	resync := periodic.Measured(ctx, "static-pods-file", func(context.Context) {
+		r.ensureWatch()
+		r.resync()
+	})
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C():
-			r.ensureWatch()
-			r.resync()
+			resync(ctx)
 			if f.resynced != nil {
 				f.resynced()
 			}

@@ -49,7 +49,7 @@ func (u *URLSource) Start(ctx context.Context) error {
 		return errors.New("staticpods: URLSource needs a Store")
 	}
 	p := newURLPoller(u, logr.FromContextOrDiscard(ctx))
-	return periodic.Run(ctx, p.clock, nil, p.period, p.poll)
+	return periodic.Run(ctx, p.clock, nil, p.period, periodic.Measured(ctx, "static-pods-url", p.poll))
 }
 
 // NeedLeaderElection is false: every node reads its own static pod URL.

@@ -181,7 +181,7 @@ func (p *PLEG) Start(ctx context.Context) error {
 func (p *PLEG) NeedLeaderElection() bool { return false }
 
 func (p *PLEG) relistLoop(ctx context.Context) {
-	_ = periodic.Run(ctx, p.opts.Clock, nil, p.opts.Period, p.relistOnce)
+	_ = periodic.Run(ctx, p.opts.Clock, nil, p.opts.Period, periodic.Measured(ctx, "pleg-relist", p.relistOnce))
 }
 
 // relistOnce relists and logs a failure, unless ctx ended.

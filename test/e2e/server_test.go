@@ -120,6 +120,9 @@ var _ = Describe("Node API through the API server", func() {
 		code, body := nodeGet("/metrics")
 		Expect(code).To(Equal(http.StatusOK))
 		Expect(body).To(ContainSubstring("kubelet_running_pods "), "the authorized /metrics serves them")
+		for _, loop := range []string{"pleg-relist", "housekeeping", "eviction"} {
+			Expect(body).To(ContainSubstring(`nodelet_loop_cpu_seconds_total{loop="`+loop+`"}`), "what the %s loop costs", loop)
+		}
 	})
 
 	It("serves /metrics/cadvisor: cAdvisor's families for the pods' cgroups, labelled with their pods and containers", func() {

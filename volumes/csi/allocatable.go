@@ -45,7 +45,7 @@ func (u *AllocatableUpdater) Start(ctx context.Context) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return periodic.Run(ctx, clk, nil, allocatableCheckPeriod, func(ctx context.Context) { u.check(ctx, clk.Now()) })
+	return periodic.Run(ctx, clk, nil, allocatableCheckPeriod, periodic.Measured(ctx, "csi-allocatable", func(ctx context.Context) { u.check(ctx, clk.Now()) }))
 }
 
 // check refreshes the registered drivers whose period has passed at now.
