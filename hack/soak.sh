@@ -5,7 +5,8 @@
 # The churn, every CYCLE seconds (default 10): BATCH new pods (default 5) created — each with exec readiness and
 # liveness probes, one in five with a container that exits once and is restarted — and the previous
 # cycle's batch deleted; `kubectl logs` and `kubectl exec` on one of LONG long-lived pods (default 10) that run
-# throughout with probes. Every SAMPLE seconds (default 60) a SOAK line: the agent's RSS, goroutines (go_goroutines
+# throughout with probes. Every SAMPLE seconds (default 60) a SOAK line: the agent's RSS and anonymous RSS (without
+# the pages of its binary), goroutines (go_goroutines
 # of its /metrics), open files and CPU seconds used. At the end every pod is deleted and the node must hold nothing of
 # them 2 minutes later (sandboxes, containers, pod directories, mounts, pod cgroups); the growth per hour of each
 # sampled figure (least squares over the samples after the first quarter) is printed, and the samples are kept in
@@ -61,15 +62,17 @@ YAML
 
 agent_pid() { cat "$BED_DIR/pids/nodelet.pid"; }
 
-# sample: elapsed-seconds rss-MiB goroutines open-files cpu-seconds
+# sample: elapsed-seconds rss-MiB goroutines open-files cpu-seconds anon-rss-MiB (RSS less the binary's pages
+# read from its file, which grow as more of its code runs and are the page cache's to reclaim)
 sample() {
-  local pid rss fds cpu gor
+  local pid rss fds cpu gor anon
   pid=$(agent_pid)
   rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")
+  anon=$(awk '/^RssAnon:/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")
   fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
   cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$pid/stat")
   gor=$(K get --raw "/api/v1/nodes/$NODE/proxy/metrics" 2>/dev/null | awk '/^go_goroutines / { print $2 }')
-  printf '%s\t%s\t%s\t%s\t%s\n' "$((SECONDS - T0))" "$rss" "${gor:-0}" "$fds" "$cpu"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$((SECONDS - T0))" "$rss" "${gor:-0}" "$fds" "$cpu" "$anon"
 }
 
 # leaks UIDS...: what the runtime, the agent's root, the mounts and the pod cgroups still hold of these pods.
@@ -104,7 +107,7 @@ main() {
   declare -A seen=()
   while [ $((SECONDS - T0)) -lt "$total" ]; do
     if [ $((SECONDS - T0)) -ge "$next_sample" ]; then
-      sample | tee -a "$BED_DIR/soak.tsv" | awk -F'\t' '{ printf "SOAK t=%ss rss_mib=%s goroutines=%s open_files=%s cpu_s=%s\n", $1, $2, $3, $4, $5 }'
+      sample | tee -a "$BED_DIR/soak.tsv" | awk -F'\t' '{ printf "SOAK t=%ss rss_mib=%s anon_rss_mib=%s goroutines=%s open_files=%s cpu_s=%s\n", $1, $2, $6, $3, $4, $5 }'
       next_sample=$((next_sample + SAMPLE))
     fi
     cycle=$((cycle + 1))
@@ -136,7 +139,7 @@ main() {
     sleep 0.5
   done
   log "SOAK RESULT agent=$AGENT duration=${total}s pods_made=$((made + LONG)) failed_logs_exec_calls=$failed_calls long_pod_restarts=$restarts left:$l"
-  log "SOAK GROWTH per hour (after the first quarter): rss_mib=$(growth 2) goroutines=$(growth 3) open_files=$(growth 4); cpu_s=$(tail -1 "$BED_DIR/soak.tsv" | cut -f5) in total"
+  log "SOAK GROWTH per hour (after the first quarter): rss_mib=$(growth 2) anon_rss_mib=$(growth 6) goroutines=$(growth 3) open_files=$(growth 4); cpu_s=$(tail -1 "$BED_DIR/soak.tsv" | cut -f5) in total"
   [ "$l" = " none" ] && [ "$failed_calls" = 0 ] && [ "$restarts" = 0 ] || die "soak: something was left behind, a call failed or a long-lived pod restarted"
 }
 
