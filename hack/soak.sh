@@ -38,8 +38,8 @@ seconds() {
 # pod NAME GROUP [CRASH]: a busybox pod with probes; CRASH: its container exits 1 once (a marker file in an
 # emptyDir remembers) and runs after its restart.
 pod() {
-  local script="sleep 3600"
-  [ -n "${3:-}" ] && script='[ -f /v/once ] || { touch /v/once; exit 1; }; sleep 3600'
+  local script="while :; do sleep 3600; done"
+  [ -n "${3:-}" ] && script='[ -f /v/once ] || { touch /v/once; exit 1; }; while :; do sleep 3600; done'
   cat <<YAML
 ---
 apiVersion: v1
