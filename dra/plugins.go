@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -69,8 +70,10 @@ type plugin struct {
 
 	// connected is whether its connection is up (Plugins.mu).
 	connected bool
-	// stopHealth ends the reading of its health stream (nil: none).
+	// stopHealth ends the reading of its health stream (nil: none); healthDone is closed when that
+	// reading has returned (its last write of the health file included).
 	stopHealth context.CancelFunc
+	healthDone chan struct{}
 }
 
 // newPlugins makes the plugin store; writer nil: no ResourceSlices are deleted.
@@ -100,6 +103,7 @@ func (ps *Plugins) stop() {
 	var conns []*grpc.ClientConn
 	ps.mu.Lock()
 	ps.closed = true
+	stopped := maps.Clone(ps.store)
 	for driver, w := range ps.wipes {
 		w.stop()
 		delete(ps.wipes, driver)
@@ -114,6 +118,11 @@ func (ps *Plugins) stop() {
 	// Closed without the lock: a connection's end is reported to HandleConn, which takes it.
 	for _, c := range conns {
 		_ = c.Close()
+	}
+	for _, plugins := range stopped {
+		for _, p := range plugins {
+			p.waitHealth()
+		}
 	}
 }
 
@@ -156,8 +165,11 @@ func (ps *Plugins) RegisterPlugin(ctx context.Context, driver, endpoint string, 
 	conn.Connect()
 	if hs := chooseHealthService(versions); hs != "" && ps.watchHealth != nil {
 		hctx, cancel := context.WithCancel(ps.ctx)
-		p.stopHealth = cancel
-		go ps.watchHealth(hctx, p, hs)
+		p.stopHealth, p.healthDone = cancel, make(chan struct{})
+		go func() {
+			defer close(p.healthDone)
+			ps.watchHealth(hctx, p, hs)
+		}()
 	}
 	ps.store[driver] = append(ps.store[driver], p)
 	logr.FromContextOrDiscard(ctx).Info("Registered DRA plugin", "driverName", driver, "endpoint", endpoint,
@@ -188,12 +200,20 @@ func (ps *Plugins) DeRegisterPlugin(ctx context.Context, driver, endpoint string
 	ps.mu.Unlock()
 	// Closed without the lock: a connection's end is reported to HandleConn, which takes it.
 	_ = p.conn.Close()
+	p.waitHealth()
 }
 
 // endHealth stops reading the plugin's health stream.
 func (p *plugin) endHealth() {
 	if p.stopHealth != nil {
 		p.stopHealth()
+	}
+}
+
+// waitHealth waits until the reading of the plugin's health stream, once ended, has returned.
+func (p *plugin) waitHealth() {
+	if p.healthDone != nil {
+		<-p.healthDone
 	}
 }
 

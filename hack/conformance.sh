@@ -100,9 +100,11 @@ build() {
       # NODELET_BIN names a binary to test as it is; without it, bin/nodelet is built from this tree.
       if [ -n "${NODELET_BIN:-}" ]; then
         [ -x "$NODELET_BIN" ] || die "NODELET_BIN=$NODELET_BIN is not an executable"
-        # The systemd bed runs in a mount namespace of its own whose /tmp and /run are not the host's.
-        if [ "${CGROUP_DRIVER:-}" = systemd ] && [[ "$(realpath "$NODELET_BIN")" == /tmp/* || "$(realpath "$NODELET_BIN")" == /run/* ]]; then
-          die "NODELET_BIN=$NODELET_BIN: the systemd bed has its own /tmp and /run; put the binary elsewhere"
+        # The systemd bed runs in a mount namespace of its own whose /tmp and /run are not the host's; only
+        # this checkout is put back in its /tmp (hack/systemd.sh).
+        local real; real=$(realpath "$NODELET_BIN")
+        if [ "${CGROUP_DRIVER:-}" = systemd ] && [[ $real == /tmp/* || $real == /run/* ]] && [[ $real != "$(realpath "$REPO_ROOT")"/* ]]; then
+          die "NODELET_BIN=$NODELET_BIN: the systemd bed has its own /tmp and /run; put the binary in this checkout or outside both"
         fi
       else
         export NODELET_BIN=$REPO_ROOT/bin/nodelet
