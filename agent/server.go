@@ -77,6 +77,8 @@ func (h host) newNodeServer(a *Agent, restCfg *rest.Config, store *staticpods.St
 	if err != nil {
 		return nil, err
 	}
+	registerBuildInfo(a.opts.KubeletVersion)
+	registerFeatureGates(kc.FeatureGates, a.log)
 	serving, err := h.servingCertificate(a, kube)
 	if err != nil {
 		return nil, err
@@ -93,7 +95,7 @@ func (h host) newNodeServer(a *Agent, restCfg *rest.Config, store *staticpods.St
 		Address: kc.Address, Port: kc.Port, TLSCertFile: kc.TLSCertFile, TLSPrivateKeyFile: kc.TLSPrivateKeyFile,
 		CertDir: a.cfg.CertDirectory(), NodeName: a.cfg.NodeName,
 		Auth: kc.Authentication, Authz: kc.Authorization, Kube: kube, Runtime: a.cri, Pods: h.nodePods(a, store),
-		Metrics: a.opts.Metrics, Registerer: a.opts.Metrics, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
+		Metrics: withLegacyRegistry(a.opts.Metrics), Registerer: a.opts.Metrics, Configz: kc, PodLogsDir: kc.PodLogsDir, ContainerLogMaxSize: kc.ContainerLogMaxSize,
 		ContainerLogMaxFiles: derefInt32(kc.ContainerLogMaxFiles, 5), Clock: a.clock(),
 		NodeStats:     facts.stats,
 		DisableServer: disabled, DisableDebuggingHandlers: kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,

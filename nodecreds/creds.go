@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/certificate"
+	"k8s.io/component-base/metrics/legacyregistry"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletcertificate "k8s.io/kubernetes/pkg/kubelet/certificate"
 	"k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap"
@@ -60,6 +63,7 @@ func ClientConfig(ctx context.Context, cfg *config.Config, log logr.Logger) (*re
 	if err != nil {
 		return nil, fmt.Errorf("client certificate manager: %w", err)
 	}
+	registerClientTTL(mgr, log)
 	mgr.Start()
 	go func() {
 		<-ctx.Done()
@@ -80,5 +84,24 @@ func ServingCertificates(cfg *config.Config) func(clientset.Interface, func() []
 	return func(kube clientset.Interface, addresses func() []corev1.NodeAddress) (certificate.Manager, error) {
 		kc := &kubeletconfig.KubeletConfiguration{TLSCertFile: cfg.Kubelet.TLSCertFile, TLSPrivateKeyFile: cfg.Kubelet.TLSPrivateKeyFile}
 		return kubeletcertificate.NewKubeletServerCertificateManager(kube, kc, types.NodeName(cfg.NodeName), addresses, cfg.CertDirectory())
+	}
+}
+
+// registerClientTTL registers the kubelet's kubelet_certificate_manager_client_ttl_seconds for the client
+// certificate manager, in the legacy registry beside the manager's own renewal-error counter: seconds until
+// the current certificate expires (negative once it has), +Inf without one.
+func registerClientTTL(mgr certificate.Manager, log logr.Logger) {
+	err := legacyregistry.Registerer().Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Subsystem: "kubelet",
+		Name: "certificate_manager_client_ttl_seconds",
+		Help: "Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry " +
+			"(negative if already expired). If client certificate is invalid or unused, the value will be +INF."},
+		func() float64 {
+			if c := mgr.Current(); c != nil && c.Leaf != nil {
+				return math.Trunc(time.Until(c.Leaf.NotAfter).Seconds())
+			}
+			return math.Inf(1)
+		}))
+	if err != nil {
+		log.Error(err, "Failed to register the client certificate TTL metric")
 	}
 }

@@ -110,17 +110,18 @@ var (
 		"Number of used inodes in the volume", volumeStatsLabels, nil)
 )
 
-// RegisterMetrics registers the kubelet_volume_stats_* series of the pods' claims. Where another
-// manager of the same process registered them first, that one's are served.
+// RegisterMetrics registers the kubelet_volume_stats_* series of the pods' claims and the volume manager's
+// metrics (registerVolumeManagerMetrics). Where another manager of the same process registered the
+// collectors first, that one's are served. Call it before the manager's first use.
 func (m *Manager) RegisterMetrics(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
 	err := reg.Register(volumeStatsCollector{m})
-	if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		return nil
+	if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); !ok && err != nil {
+		return err
 	}
-	return err
+	return m.registerVolumeManagerMetrics(reg)
 }
 
 type volumeStatsCollector struct{ m *Manager }

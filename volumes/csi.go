@@ -406,7 +406,10 @@ func (m csiVolumes) stageCSI(ctx context.Context, client CSINodeClient, caps map
 	}
 	req := &csipb.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging,
 		VolumeCapability: v.capability(caps, pod), Secrets: secrets, VolumeContext: v.attributes}
-	if err := client.NodeStageVolume(ctx, req); err != nil {
+	start := m.clock().Now()
+	err = client.NodeStageVolume(ctx, req)
+	m.observeOp(csiQualifiedPluginName(v.driver), opMountDevice, start, err)
+	if err != nil {
 		return "", &opError{op: "MountVolume.MountDevice", volume: v.specName, err: err}
 	}
 	m.staged.add(staging)

@@ -45,7 +45,10 @@ func (m csiVolumes) tearDownCSIVolume(ctx context.Context, uid types.UID, dir st
 	}
 	target := filepath.Join(dir, csiMountDir)
 	if _, err := os.Lstat(target); err == nil {
-		if err := client.NodeUnpublishVolume(ctx, handle, target); err != nil {
+		start := m.clock().Now()
+		err := client.NodeUnpublishVolume(ctx, handle, target)
+		m.observeOp(csiQualifiedPluginName(driver), opVolumeUnmount, start, err)
+		if err != nil {
 			return fmt.Errorf("UnmountVolume.TearDown failed for volume %q : %w", data["specVolID"], err)
 		}
 	}
@@ -78,7 +81,10 @@ func (m csiVolumes) unstageIfUnused(ctx context.Context, uid types.UID, client C
 		return fmt.Errorf("failed to read the node capabilities of CSI driver %s: %w", driver, err)
 	}
 	if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
-		if err := client.NodeUnstageVolume(ctx, handle, staging); err != nil {
+		start := m.clock().Now()
+		err := client.NodeUnstageVolume(ctx, handle, staging)
+		m.observeOp(csiQualifiedPluginName(driver), opUnmountDevice, start, err)
+		if err != nil {
 			return fmt.Errorf("UnmountDevice failed for volume %s : %w", handle, err)
 		}
 	}

@@ -515,7 +515,9 @@ kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="data"} 2.6
 	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_volume_stats_used_bytes"); err != nil {
 		t.Error(err)
 	}
-	if n, err := promtestutil.GatherAndCount(reg); err != nil || n != 6 {
+	if n, err := promtestutil.GatherAndCount(reg, "kubelet_volume_stats_capacity_bytes", "kubelet_volume_stats_available_bytes",
+		"kubelet_volume_stats_used_bytes", "kubelet_volume_stats_inodes", "kubelet_volume_stats_inodes_free",
+		"kubelet_volume_stats_inodes_used"); err != nil || n != 6 {
 		t.Errorf("%d series (%v), want the six kubelet_volume_stats_* of one claim", n, err)
 	}
 }

@@ -90,7 +90,10 @@ func (m claimVolumes) nodeExpand(ctx context.Context, pod *corev1.Pod, cv *claim
 	// again: a failure of it is infeasible.
 	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	infeasibleOnFailure := cv.expansionFailedFinal && requested.Cmp(newSize) != 0
-	if err := client.NodeExpandVolume(ctx, req); err != nil {
+	start := m.clock().Now()
+	err = client.NodeExpandVolume(ctx, req)
+	m.observeOp(csiQualifiedPluginName(src.Driver), opExpandVolume, start, err)
+	if err != nil {
 		if finalExpansionError(err) {
 			cv.expansionFailedFinal = true
 		}

@@ -143,6 +143,8 @@ type Manager struct {
 	staged pathSet
 	// stagingLocks serializes, per staging path, staging and publishing against unstaging.
 	stagingLocks keyedMutex
+	// metrics are the volume manager's metrics (RegisterMetrics); nil: none recorded.
+	metrics *volumeMetrics
 }
 
 // podVolumes is what the manager remembers of one pod.
@@ -158,6 +160,8 @@ type podVolumes struct {
 	// SetUp in progress (stats).
 	claimsSeen atomic.Pointer[map[string]*claimedVolume]
 	ready      atomic.Bool
+	// volumes are the pod's volumes that containers use as the last SetUp left them (volume_manager_total_volumes).
+	volumes atomic.Pointer[[]podVolumeState]
 	// limited: the pod's local storage has a limit (its volumes are measured more often).
 	limited atomic.Bool
 }
@@ -174,21 +178,32 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) []error {
 	defer pv.mu.Unlock()
 	pv.limited.Store(podrules.HasLocalStorageLimit(pod))
 	var errs []error
+	states := make([]podVolumeState, 0, len(pod.Spec.Volumes))
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		if mounted, devices := volumeUses(pod, vol.Name); !mounted && !devices {
 			pv.done[vol.Name] = true // no container uses it: the kubelet neither mounts nor maps it
 			continue
 		}
-		if err := m.setUpVolume(ctx, pod, vol, pv); errors.Is(err, errWaiting) {
+		wasDone, start := pv.done[vol.Name], m.clock().Now()
+		err := m.setUpVolume(ctx, pod, vol, pv)
+		plugin := volumePluginName(vol, pv.claims[vol.Name])
+		switch {
+		case errors.Is(err, errWaiting):
 			logr.FromContextOrDiscard(ctx).V(2).Info("Volume waits", "volume", vol.Name, "reason", err.Error())
-			continue
-		} else if err != nil {
+		case err != nil:
 			errs = append(errs, volumeError(vol.Name, err))
-			continue
+		default:
+			pv.done[vol.Name] = true
 		}
-		pv.done[vol.Name] = true
+		if !errors.Is(err, errWaiting) && (!wasDone || remountedEachSync(plugin)) {
+			m.observeOp(plugin, opVolumeMount, start, err)
+		}
+		if plugin != "" {
+			states = append(states, podVolumeState{plugin: plugin, mounted: pv.done[vol.Name]})
+		}
 	}
+	pv.volumes.Store(&states)
 	ready := allDone(pod.Spec.Volumes, pv.done)
 	pv.ready.Store(ready)
 	if err := m.csiv().checkAttachLimit(ctx, pod, pv, ready); err != nil {
