@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Pod start/stop latency benchmark: brings up a test bed of its own (BED_DIR default /var/lib/nodelet-bed-bench),
-# runs test/bench (the CRI floor with nodelet stopped, then nodelet: create → Running, delete → gone, one pod at a
-# time and in a burst), and always tears the bed down after. It prints figures and never judges them: it fails
+# runs test/bench (the CRI floor with the node agent stopped, then the kubelet v1.37.1 in nodelet's place on the same
+# bed, then nodelet: create → Running, delete → gone, one pod at a time and in a burst, in-place resizes, and the
+# idle cost of running pods with what each of nodelet's periodic loops spent), and always tears the bed down after.
+# BENCH_KUBELET=0 leaves the kubelet out. It prints figures and never judges them: it fails
 # only when a phase fails. The output is kept in $BED_DIR/bench.txt. Extra arguments go to the bench program,
 # e.g. hack/bench.sh --single 20 --burst 10. The nodelet binary is built into bin/nodelet first unless NODELET_BIN
 # names one. Only one bed can run at a time on a machine (fixed ports): this script refuses to start next to one,
@@ -12,6 +14,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
 export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-bench} BIN_CACHE
+BENCH_KUBELET=${BENCH_KUBELET:-1}
+# With the kubelet measured the bed is made for it (its host directories), and the bench switches agents.
+if [ "$BENCH_KUBELET" = 1 ]; then export AGENT=kubelet; fi
 export NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
 bed="$here/bed.sh"
 
@@ -66,7 +71,9 @@ main() {
   bash "$bed" up
   local out=$BED_DIR/bench.txt rc=0
   cd "$REPO_ROOT"
-  go run ./test/bench --kubeconfig "$BED_DIR/pki/admin.kubeconfig" \
+  local extra=()
+  if [ "$BENCH_KUBELET" = 1 ]; then extra=(--kubelet); fi
+  go run ./test/bench --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "${extra[@]}" \
     --cri-endpoint "unix://$BED_DIR/run/containerd.sock" --node "$NODE_NAME" \
     --bed-script "$bed" --bed-dir "$BED_DIR" "$@" 2>&1 | tee "$out" || rc=$?
   log "bench output kept in $out"

@@ -40,7 +40,7 @@ type floor struct {
 // runFloor measures the CRI floor with nodelet stopped (it would remove sandboxes it does not know).
 func runFloor(ctx context.Context, cfg config, r *report) (err error) {
 	logf("floor: stopping nodelet")
-	if err := bed(ctx, cfg, 90*time.Second, "stop", "nodelet"); err != nil {
+	if err := bed(ctx, cfg, "", 90*time.Second, "stop", "nodelet"); err != nil {
 		return err
 	}
 	cri, err := runtime.Dial(cfg.criEndpoint, runtime.Options{Timeout: floorPodLimit})

@@ -24,18 +24,22 @@ type idleSnapshot struct {
 	rss int64         // bytes
 	// counters by label value: API requests by HTTP method, CRI operations by type, pod state reads by source.
 	api, cri, reads map[string]float64
+	// nodelet's periodic loops: CPU seconds and passes by loop (none for the kubelet).
+	loopCPU, loopPasses map[string]float64
 }
 
 // idleResult is the cost of nodelet holding idlePods running pods for the idle window.
 type idleResult struct {
-	Pods    int                `json:"pods"`
-	Window  float64            `json:"window_seconds"`
-	CPU     float64            `json:"cpu_seconds"`
-	RSSMiB  float64            `json:"rss_mib"`
-	API     map[string]float64 `json:"api_requests_by_method"`
-	CRI     map[string]float64 `json:"cri_operations_by_type"`
-	Reads   map[string]float64 `json:"pod_state_reads_by_source"`
-	Measure bool               `json:"measured"`
+	Pods   int                `json:"pods"`
+	Window float64            `json:"window_seconds"`
+	CPU    float64            `json:"cpu_seconds"`
+	RSSMiB float64            `json:"rss_mib"`
+	API    map[string]float64 `json:"api_requests_by_method"`
+	CRI    map[string]float64 `json:"cri_operations_by_type"`
+	Reads  map[string]float64 `json:"pod_state_reads_by_source"`
+	// LoopCPU and LoopPasses are what each of nodelet's periodic loops cost in the window.
+	LoopCPU    map[string]float64 `json:"loop_cpu_seconds,omitempty"`
+	LoopPasses map[string]float64 `json:"loop_passes,omitempty"`
 }
 
 // idle starts cfg.idlePods pods, waits until they run and the agent settled, then measures what nodelet
@@ -49,7 +53,7 @@ func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 	for i := range names {
 		names[i] = fmt.Sprintf("idle-%02d", i)
 	}
-	logf("nodelet: idle cost of %d running pods over %s", len(names), n.cfg.idleWindow)
+	logf("%s: idle cost of %d running pods over %s", n.agent, len(names), n.cfg.idleWindow)
 	if _, err := together(names, func(name string, t0 time.Time) (time.Duration, error) {
 		return n.createAndWait(ctx, name, t0)
 	}); err != nil {
@@ -73,14 +77,22 @@ func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
-	r.idle = idleResult{Pods: len(names), Window: n.cfg.idleWindow.Seconds(), Measure: true,
+	r.idle[n.agent] = idleResult{Pods: len(names), Window: n.cfg.idleWindow.Seconds(),
 		CPU: round3((after.cpu - before.cpu).Seconds()), RSSMiB: round3(float64(after.rss) / (1 << 20)),
-		API: delta(before.api, after.api), CRI: delta(before.cri, after.cri), Reads: delta(before.reads, after.reads)}
-	logf("nodelet: deleting the %d idle pods", len(names))
+		API: delta(before.api, after.api), CRI: delta(before.cri, after.cri), Reads: delta(before.reads, after.reads),
+		LoopCPU: roundAll(delta(before.loopCPU, after.loopCPU)), LoopPasses: delta(before.loopPasses, after.loopPasses)}
+	logf("%s: deleting the %d idle pods", n.agent, len(names))
 	_, err = together(names, func(name string, t0 time.Time) (time.Duration, error) {
 		return n.deleteAndWait(ctx, name, t0)
 	})
 	return err
+}
+
+func roundAll(m map[string]float64) map[string]float64 {
+	for k, v := range m {
+		m[k] = round3(v)
+	}
+	return m
 }
 
 func delta(before, after map[string]float64) map[string]float64 {
@@ -152,6 +164,8 @@ func (m *metricsReader) snapshot(ctx context.Context) (idleSnapshot, error) {
 	s.api = counterBy(string(text), "rest_client_requests_total", "method")
 	s.cri = counterBy(string(text), "kubelet_runtime_operations_total", "operation_type")
 	s.reads = counterBy(string(text), "nodelet_pod_state_reads_total", "source")
+	s.loopCPU = counterBy(string(text), "nodelet_loop_cpu_seconds_total", "loop")
+	s.loopPasses = counterBy(string(text), "nodelet_loop_passes_total", "loop")
 	return s, nil
 }
 

@@ -42,6 +42,7 @@ type config struct {
 	idlePods    int
 	resizes     int
 	idleWindow  time.Duration
+	kubelet     bool
 }
 
 func main() {
@@ -73,6 +74,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.single, "single", 10, "pods started one at a time")
 	fs.IntVar(&c.burst, "burst", 30, "pods started at once")
 	fs.IntVar(&c.resizes, "resizes", 10, "in-place resizes of one pod, back and forth (0 skips them)")
+	fs.BoolVar(&c.kubelet, "kubelet", false, "also measure the kubelet (the bed's AGENT=kubelet) between the floor and nodelet")
 	fs.IntVar(&c.idlePods, "idle-pods", 20, "running pods during the idle measurement (0 skips it)")
 	fs.DurationVar(&c.idleWindow, "idle-window", time.Minute, "length of the idle measurement")
 	fs.StringVar(&c.image, "image", defaultImage, "container image (present, or pullable from the bed's registry)")
@@ -102,7 +104,13 @@ func run(ctx context.Context, cfg config) error {
 	if floorErr != nil {
 		logf("floor phase failed: %v", floorErr)
 	}
-	nodeletErr := runNodelet(ctx, cfg, r)
+	var kubeletErr error
+	if cfg.kubelet {
+		if kubeletErr = runAgent(ctx, cfg, r, agentKubelet); kubeletErr != nil {
+			logf("kubelet phase failed: %v", kubeletErr)
+		}
+	}
+	nodeletErr := runAgent(ctx, cfg, r, agentNodelet)
 	if nodeletErr != nil {
 		logf("nodelet phase failed: %v", nodeletErr)
 	}
@@ -111,6 +119,9 @@ func run(ctx context.Context, cfg config) error {
 	if floorErr != nil {
 		errs = append(errs, fmt.Errorf("floor phase: %w", floorErr))
 	}
+	if kubeletErr != nil {
+		errs = append(errs, fmt.Errorf("kubelet phase: %w", kubeletErr))
+	}
 	if nodeletErr != nil {
 		errs = append(errs, fmt.Errorf("nodelet phase: %w", nodeletErr))
 	}
@@ -118,11 +129,15 @@ func run(ctx context.Context, cfg config) error {
 }
 
 // bed runs `bash <bed-script> ARGS...` on the bed, its output going to stderr.
-func bed(ctx context.Context, cfg config, limit time.Duration, args ...string) error {
+// bed runs bed.sh; agent, when set, is the node agent its "nodelet" component runs (AGENT).
+func bed(ctx context.Context, cfg config, agent string, limit time.Duration, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{cfg.bedScript}, args...)...)
 	cmd.Env = append(os.Environ(), "BED_DIR="+cfg.bedDir, "NODE_NAME="+cfg.node)
+	if agent != "" {
+		cmd.Env = append(cmd.Env, "AGENT="+agent)
+	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {

@@ -29,19 +29,28 @@ const (
 	burstSettle  = time.Second
 )
 
-// nodeletBench creates and deletes pods through the API server and times them through a watch.
+// nodeletBench creates and deletes pods through the API server, run by one node agent (nodelet or the
+// kubelet), and times them through a watch.
 type nodeletBench struct {
-	cfg config
-	cs  kubernetes.Interface
-	ns  string
-	tr  *tracker
+	agent string
+	cfg   config
+	cs    kubernetes.Interface
+	ns    string
+	tr    *tracker
 }
 
-// runNodelet (re)starts nodelet and measures pod start and delete through it.
-func runNodelet(ctx context.Context, cfg config, r *report) error {
-	logf("nodelet: starting nodelet")
-	if err := bed(ctx, cfg, 5*time.Minute, "start", "nodelet"); err != nil {
+// runAgent starts the node agent (nodelet, or the kubelet in its place on the same bed) and measures pod
+// start and delete through it; the kubelet is stopped again after its phase.
+func runAgent(ctx context.Context, cfg config, r *report, agent string) (err error) {
+	logf("%s: starting %s", agent, agent)
+	if err := bed(ctx, cfg, agent, 5*time.Minute, "start", "nodelet"); err != nil {
 		return err
+	}
+	if agent != agentNodelet {
+		defer func() {
+			logf("%s: stopping %s", agent, agent)
+			err = errors.Join(err, bed(context.WithoutCancel(ctx), cfg, agent, 90*time.Second, "stop", "nodelet"))
+		}()
 	}
 	cs, err := clientset(cfg.kubeconfig)
 	if err != nil {
@@ -60,7 +69,7 @@ func runNodelet(ctx context.Context, cfg config, r *report) error {
 		return err
 	}
 	defer stop()
-	n := &nodeletBench{cfg: cfg, cs: cs, ns: ns, tr: tr}
+	n := &nodeletBench{agent: agent, cfg: cfg, cs: cs, ns: ns, tr: tr}
 	if err := n.single(ctx, r); err != nil {
 		return err
 	}
@@ -180,21 +189,21 @@ func (n *nodeletBench) pod(name string) *corev1.Pod {
 
 // single starts one pod at a time (create → Running) and deletes it (delete → gone) before the next.
 func (n *nodeletBench) single(ctx context.Context, r *report) error {
-	logf("nodelet: %d single pods", n.cfg.single)
+	logf("%s: %d single pods", n.agent, n.cfg.single)
 	for i := range n.cfg.single {
 		name := fmt.Sprintf("single-%02d", i)
 		d, err := n.createAndWait(ctx, name, time.Time{})
 		if err != nil {
 			return err
 		}
-		r.add(r.singleStart(), agentNodelet, d)
+		r.add(r.singleStart(), n.agent, d)
 		if err := sleepCtx(ctx, singleSettle); err != nil {
 			return err
 		}
 		if d, err = n.deleteAndWait(ctx, name, time.Time{}); err != nil {
 			return err
 		}
-		r.add(r.singleDelete(), agentNodelet, d)
+		r.add(r.singleDelete(), n.agent, d)
 	}
 	return nil
 }
@@ -205,22 +214,22 @@ func (n *nodeletBench) burst(ctx context.Context, r *report) error {
 	for i := range names {
 		names[i] = fmt.Sprintf("burst-%02d", i)
 	}
-	logf("nodelet: burst of %d pods", len(names))
+	logf("%s: burst of %d pods", n.agent, len(names))
 	lat, err := together(names, func(name string, t0 time.Time) (time.Duration, error) {
 		return n.createAndWait(ctx, name, t0)
 	})
-	r.add(r.burstStart(), agentNodelet, lat...)
+	r.add(r.burstStart(), n.agent, lat...)
 	if err != nil {
 		return err
 	}
 	if err := sleepCtx(ctx, burstSettle); err != nil {
 		return err
 	}
-	logf("nodelet: deleting the %d burst pods at once", len(names))
+	logf("%s: deleting the %d burst pods at once", n.agent, len(names))
 	lat, err = together(names, func(name string, t0 time.Time) (time.Duration, error) {
 		return n.deleteAndWait(ctx, name, t0)
 	})
-	r.add(r.burstDelete(), agentNodelet, lat...)
+	r.add(r.burstDelete(), n.agent, lat...)
 	return err
 }
 

@@ -15,6 +15,7 @@ const (
 
 const (
 	agentFloor   = "floor"
+	agentKubelet = "kubelet"
 	agentNodelet = "nodelet"
 )
 
@@ -26,17 +27,32 @@ type report struct {
 	cfg    config
 	order  []seriesKey
 	series map[seriesKey][]time.Duration
-	idle   idleResult
+	idle   map[string]idleResult // by agent
 }
 
 func newReport(cfg config) *report {
-	r := &report{cfg: cfg, series: map[seriesKey][]time.Duration{}}
-	r.order = []seriesKey{
-		{r.singleStart(), agentFloor}, {r.singleStart(), agentNodelet},
-		{r.burstStart(), agentFloor}, {r.burstStart(), agentNodelet},
-		{r.singleDelete(), agentNodelet}, {r.burstDelete(), agentNodelet}, {r.resizeApplied(), agentNodelet},
+	r := &report{cfg: cfg, series: map[seriesKey][]time.Duration{}, idle: map[string]idleResult{}}
+	agents := r.agents()
+	for _, what := range []string{r.singleStart(), r.burstStart()} {
+		r.order = append(r.order, seriesKey{what, agentFloor})
+		for _, a := range agents {
+			r.order = append(r.order, seriesKey{what, a})
+		}
+	}
+	for _, what := range []string{r.singleDelete(), r.burstDelete(), r.resizeApplied()} {
+		for _, a := range agents {
+			r.order = append(r.order, seriesKey{what, a})
+		}
 	}
 	return r
+}
+
+// agents are the node agents measured, in the order they run.
+func (r *report) agents() []string {
+	if r.cfg.kubelet {
+		return []string{agentKubelet, agentNodelet}
+	}
+	return []string{agentNodelet}
 }
 
 func (r *report) singleStart() string   { return "single-pod start" }
@@ -72,15 +88,26 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "BENCH %-18s %-7s n=%d p50=%.3f p90=%.3f p99=%.3f max=%.3f\n",
 			k.what, k.agent, s.N, s.P50, s.P90, s.P99, s.Max)
 	}
-	single, burst, burstP99 := r.ratios()
-	fmt.Fprintf(w, "BENCH ratio single p50 nodelet/floor = %s (target <= %.1f)\n", fmtRatio(single), targetRatio)
-	fmt.Fprintf(w, "BENCH ratio burst p99 nodelet/floor = %s (target <= %.1f); burst p99 nodelet = %s (target <= %.1fs)\n",
-		fmtRatio(burst), targetRatio, fmtSeconds(burstP99), targetBurstP99Sec)
-	if i := r.idle; i.Measure {
-		fmt.Fprintf(w, "BENCH idle %d pods %.0fs: cpu=%.2fs rss=%.1fMiB api=[%s] cri=[%s] pod-state-reads=[%s]\n",
-			i.Pods, i.Window, i.CPU, i.RSSMiB, formatCounts(i.API), formatCounts(i.CRI), formatCounts(i.Reads))
-	} else {
-		fmt.Fprintf(w, "BENCH idle (not measured)\n")
+	for _, a := range r.agents() {
+		single, burst, burstP99 := r.ratios(a)
+		fmt.Fprintf(w, "BENCH ratio single p50 %s/floor = %s (target <= %.1f)\n", a, fmtRatio(single), targetRatio)
+		fmt.Fprintf(w, "BENCH ratio burst p99 %s/floor = %s (target <= %.1f); burst p99 %s = %s (target <= %.1fs)\n",
+			a, fmtRatio(burst), targetRatio, a, fmtSeconds(burstP99), targetBurstP99Sec)
+	}
+	for _, a := range r.agents() {
+		i, ok := r.idle[a]
+		if !ok {
+			fmt.Fprintf(w, "BENCH idle %s (not measured)\n", a)
+			continue
+		}
+		fmt.Fprintf(w, "BENCH idle %s %d pods %.0fs: cpu=%.2fs rss=%.1fMiB api=[%s] cri=[%s] pod-state-reads=[%s]\n",
+			a, i.Pods, i.Window, i.CPU, i.RSSMiB, formatCounts(i.API), formatCounts(i.CRI), formatCounts(i.Reads))
+		if len(i.LoopCPU) > 0 {
+			fmt.Fprintf(w, "BENCH idle %s loops cpu-seconds=[%s] passes=[%s]\n", a, formatCounts(i.LoopCPU), formatCounts(i.LoopPasses))
+		}
+	}
+	if k, n := r.idle[agentKubelet], r.idle[agentNodelet]; k.CPU > 0 && n.Pods > 0 {
+		fmt.Fprintf(w, "BENCH idle nodelet/kubelet: cpu=%.2f rss=%.2f\n", n.CPU/k.CPU, n.RSSMiB/k.RSSMiB)
 	}
 	b, err := json.Marshal(r.jsonReport())
 	if err != nil { // cannot happen: plain data
@@ -89,10 +116,10 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "BENCHJSON %s\n", b)
 }
 
-// ratios: single p50 nodelet/floor, burst p99 nodelet/floor, and nodelet's burst p99 in seconds.
-func (r *report) ratios() (single, burst, burstP99 float64) {
-	single = ratio(r.summary(r.singleStart(), agentNodelet).P50, r.summary(r.singleStart(), agentFloor).P50)
-	nb := r.summary(r.burstStart(), agentNodelet)
+// ratios: the agent's single p50 / the floor's, its burst p99 / the floor's, and its burst p99 in seconds.
+func (r *report) ratios(agent string) (single, burst, burstP99 float64) {
+	single = ratio(r.summary(r.singleStart(), agent).P50, r.summary(r.singleStart(), agentFloor).P50)
+	nb := r.summary(r.burstStart(), agent)
 	burst = ratio(nb.P99, r.summary(r.burstStart(), agentFloor).P99)
 	return single, burst, nb.P99
 }
@@ -130,12 +157,17 @@ type jsonReport struct {
 	TargetRatio        float64      `json:"target_ratio"`
 	TargetBurstP99Secs float64      `json:"target_burst_p99_seconds"`
 	RatiosMeasured     bool         `json:"ratios_measured"`
-	Idle               idleResult   `json:"idle"`
+	// The kubelet's, when measured in the same run.
+	RatioSingleP50Kubelet float64               `json:"ratio_single_p50_kubelet,omitempty"`
+	RatioBurstP99Kubelet  float64               `json:"ratio_burst_p99_kubelet,omitempty"`
+	Idle                  map[string]idleResult `json:"idle"`
 }
 
 func (r *report) jsonReport() jsonReport {
-	single, burst, burstP99 := r.ratios()
+	single, burst, burstP99 := r.ratios(agentNodelet)
+	ks, kb, _ := r.ratios(agentKubelet)
 	j := jsonReport{
+		RatioSingleP50Kubelet: round3(ks), RatioBurstP99Kubelet: round3(kb),
 		Node: r.cfg.node, Image: r.cfg.image, Single: r.cfg.single, Burst: r.cfg.burst,
 		RatioSingleP50: round3(single), RatioBurstP99: round3(burst), BurstP99Nodelet: round3(burstP99),
 		TargetRatio: targetRatio, TargetBurstP99Secs: targetBurstP99Sec,

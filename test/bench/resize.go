@@ -42,7 +42,7 @@ func (n *nodeletBench) resize(ctx context.Context, r *report) error {
 		return nil
 	}
 	const name = "resize"
-	logf("nodelet: %d in-place resizes of one pod", n.cfg.resizes)
+	logf("%s: %d in-place resizes of one pod", n.agent, n.cfg.resizes)
 	pod := n.pod(name)
 	pod.Spec.Containers[0].Resources = resizeSizes[1].requirements()
 	cctx, cancel := context.WithTimeout(ctx, apiLimit)
@@ -68,7 +68,7 @@ func (n *nodeletBench) resize(ctx context.Context, r *report) error {
 		if err := n.waitResized(ctx, name, want, t0); err != nil {
 			return err
 		}
-		r.add(r.resizeApplied(), agentNodelet, time.Since(t0))
+		r.add(r.resizeApplied(), n.agent, time.Since(t0))
 	}
 	_, err = n.deleteAndWait(ctx, name, time.Time{})
 	return err
