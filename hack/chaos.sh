@@ -21,6 +21,12 @@
 #   clock-step         N running pods; the machine's clock stepped 10 minutes forward, N/3 new pods created, the clock
 #                      stepped back after STEP seconds (default 60) and N/3 more created; converged = the node Ready
 #                      and every pod Running, from the step back.
+#   disk-full          the agent restarted with its root dir on a small loop-mounted filesystem (DISK_MIB, default
+#                      512) and no disk eviction thresholds (the fault is the full disk, not the eviction of pods);
+#                      N/2 pods writing to an emptyDir run, the filesystem is filled up (a file as large as what is
+#                      free), N/2 more pods are created, and FULL seconds later (default 30) the file is removed;
+#                      converged = every pod Running, from the removal; afterwards every JSON state file the agent
+#                      wrote in its root dir must parse.
 # FAULTS picks some (default all). agent-burst and agent-delete with N=50 ROUNDS=10 are the agent killed at random
 # points while 50 pods start and while they stop. Needs root; one bed at a time on a machine.
 # shellcheck source-path=SCRIPTDIR
@@ -30,19 +36,25 @@ source "$here/lib.sh"
 
 export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-chaos} BIN_CACHE
 AGENTS=${AGENTS:-nodelet kubelet}
-FAULTS=${FAULTS:-containerd-burst containerd-delete agent-burst agent-delete apiserver-down api-cut clock-step}
+FAULTS=${FAULTS:-containerd-burst containerd-delete agent-burst agent-delete apiserver-down api-cut clock-step disk-full}
 ROUNDS=${ROUNDS:-3}
 N=${N:-30}
 DOWN=${DOWN:-60}
 CUT=${CUT:-120}
 STEP=${STEP:-60}
+FULL=${FULL:-30}
+DISK_MIB=${DISK_MIB:-512}
 NS=chaos
 bed="$here/bed.sh"
 FAILED=0
 
 K() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "$@"; }
 crictl_bed() { "$BED_DIR/bin/crictl" -r "unix://$BED_DIR/run/containerd.sock" "$@"; }
-agent_root() { if [ "$AGENT" = kubelet ]; then echo "$BED_DIR/nodelet/root-kubelet"; else echo "$BED_DIR/nodelet/root"; fi; }
+agent_root() {
+  if [ -n "${AGENT_ROOT:-}" ]; then echo "$AGENT_ROOT"
+  elif [ "$AGENT" = kubelet ]; then echo "$BED_DIR/nodelet/root-kubelet"
+  else echo "$BED_DIR/nodelet/root"; fi
+}
 
 # pods_yaml [PREFIX [SECONDS]]: N busybox pods bound to the node, quick to stop, named PREFIX1.. (default p),
 # sleeping SECONDS (default 3600; a pod that sleeps less finishes: restartPolicy Never).
@@ -269,6 +281,109 @@ clock_step() {
   report "$1" "$2 (+10 min for ${STEP}s)" "$conv" "$r" "$dup" "$(settle_leaks "${ids[@]}")"
 }
 
+# the loop filesystem disk-full puts the agent's root dir on.
+DISK_IMG=/var/lib/nodelet-chaos-disk.img
+DISK_DIR=/var/lib/nodelet-chaos-disk
+
+# disk_off: the loop filesystem unmounted and removed (also run on exit).
+disk_off() {
+  if mountpoint -q "$DISK_DIR" 2>/dev/null; then
+    local m
+    for m in $(awk -v d="$DISK_DIR/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r); do umount "$m" 2>/dev/null || umount -l "$m" || true; done
+    umount "$DISK_DIR" 2>/dev/null || umount -l "$DISK_DIR" || true
+  fi
+  rm -f "$DISK_IMG"
+}
+
+# corrupt_state DIR: the JSON state files under DIR (outside the pods' volumes) that do not parse, or " none".
+corrupt_state() {
+  python3 - "$1" <<'PY'
+import json, os, sys
+root, bad = sys.argv[1], []
+for d, dirs, files in os.walk(root):
+    if "/volumes" in d[len(root):] or "/volume-subpaths" in d[len(root):]:
+        dirs[:] = []
+        continue
+    for f in files:
+        p = os.path.join(d, f)
+        try:
+            with open(p, "rb") as fh:
+                b = fh.read(1 << 20)
+        except OSError:
+            continue
+        if b.lstrip()[:1] not in (b"{", b"["):
+            continue
+        try:
+            json.loads(b)
+        except ValueError:
+            bad.append(os.path.relpath(p, root))
+print(" " + (" ".join(bad) if bad else "none"))
+PY
+}
+
+# writer_pods_yaml PREFIX: N/2 pods writing 8 MiB into an emptyDir every second (errors ignored: the disk may be full).
+writer_pods_yaml() {
+  local node i; node=$(K get node -o jsonpath='{.items[0].metadata.name}')
+  for i in $(seq 1 $((N / 2))); do
+    cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: $1$i, namespace: $NS, labels: {group: $1}}
+spec:
+  nodeName: $node
+  terminationGracePeriodSeconds: 2
+  automountServiceAccountToken: false
+  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: c
+    image: busybox
+    command: [sh, -c, 'trap "exit 0" TERM; while true; do dd if=/dev/zero of=/data/f bs=1M count=8 2>/dev/null; sleep 1; done']
+    volumeMounts: [{name: data, mountPath: /data}]
+YAML
+  done
+}
+
+# restart_agent [ENV...]: the agent stopped and started again with these settings (AGENT_ROOT, NODELET_EXTRA_ARGS).
+restart_agent() {
+  bash "$bed" stop nodelet >/dev/null
+  env "$@" bash "$bed" start nodelet >/dev/null
+  until [ "$(node_ready)" = True ]; do sleep 0.5; done
+}
+
+# disk_full FAULT ROUND: the agent's root dir's filesystem full while pods write and start.
+disk_full() {
+  local ids conv r dup free left corrupt
+  fresh_namespace
+  disk_off
+  truncate -s "${DISK_MIB}M" "$DISK_IMG"
+  mkfs.ext4 -q -F "$DISK_IMG"
+  mkdir -p "$DISK_DIR"
+  mount -o loop "$DISK_IMG" "$DISK_DIR"
+  restart_agent AGENT_ROOT="$DISK_DIR" NODELET_EXTRA_ARGS="--eviction-hard=memory.available<100Mi"
+  N=$((N / 2 * 2))
+  writer_pods_yaml w | K apply -f - >/dev/null
+  if [ "$(wait_until running $((N / 2)))" = stuck ]; then report "$1" "$2" stuck - - "(pods never ran)"; fi
+  free=$(df -B1 --output=avail "$DISK_DIR" | tail -1)
+  fallocate -l "$free" "$DISK_DIR/chaos-fill" 2>/dev/null || dd if=/dev/zero of="$DISK_DIR/chaos-fill" bs=1M 2>/dev/null || true
+  log "disk-full round $2: $(df -h --output=avail "$DISK_DIR" | tail -1 | tr -d ' ') left on the agent's root filesystem"
+  writer_pods_yaml s | K apply -f - >/dev/null
+  sleep "$FULL"
+  log "disk-full round $2: pods Running while full: $(running)/$N"
+  rm -f "$DISK_DIR/chaos-fill"
+  conv=$(wait_until running "$N")
+  r=$(restarts); dup=$(duplicates)
+  corrupt=$(corrupt_state "$DISK_DIR")
+  mapfile -t ids < <(uids)
+  K delete pods -n "$NS" --all --wait=true --timeout=180s >/dev/null || true
+  left=$(AGENT_ROOT=$DISK_DIR settle_leaks "${ids[@]}")
+  [ "$corrupt" = " none" ] || left="$left corrupt:$corrupt"
+  report "$1" "$2 (full ${FULL}s)" "$conv" "$r" "$dup" "$left"
+  bash "$bed" stop nodelet >/dev/null
+  disk_off
+  restart_agent
+}
+
 run_agent() {
   export AGENT=$1
   log "chaos with AGENT=$AGENT: a bed of its own in $BED_DIR"
@@ -285,6 +400,7 @@ run_agent() {
         apiserver-down) api_down "$f" "$r" ;;
         api-cut) api_cut "$f" "$r" ;;
         clock-step) clock_step "$f" "$r" ;;
+        disk-full) disk_full "$f" "$r" ;;
         *) die "unknown fault $f" ;;
       esac
     done
@@ -294,7 +410,7 @@ run_agent() {
 
 main() {
   [ "$(id -u)" -eq 0 ] || die "needs root"
-  trap 'uncut; if [ -n "${STEPPED:-}" ]; then date -s "-10 minutes" >/dev/null; fi; bash "$bed" down >/dev/null 2>&1 || true' EXIT
+  trap 'uncut; if [ -n "${STEPPED:-}" ]; then date -s "-10 minutes" >/dev/null; fi; bash "$bed" down >/dev/null 2>&1 || true; disk_off' EXIT
   local a
   for a in $AGENTS; do run_agent "$a"; done
   [ "$FAILED" = 0 ] || die "chaos: something was lost, stuck, restarted or left behind (see the CHAOS lines)"
