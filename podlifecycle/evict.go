@@ -1,10 +1,13 @@
 package podlifecycle
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/podsyncer"
 )
 
 // PodAdmitter is an admission handler besides the reconciler's own (the eviction manager's): it admits
@@ -47,6 +50,26 @@ func (r *Reconciler) KillPod(pod *corev1.Pod, gracePeriod int64, reason, message
 	w.pendingKill.Store(&killRequest{grace: gracePeriod,
 		outcome: podstatus.Override{Phase: corev1.PodFailed, Reason: reason, Message: message, Condition: condition}})
 	r.enqueue(w.Key)
+	// The kubelet's killPodNow waits one and a half grace periods (10 s at least) for the kill, then gives up
+	// with an ExceededGracePeriod event; the pod keeps being stopped either way.
+	ref := podsyncer.PodRef(pod)
+	timer := r.clock.NewTimer(killTimeout(gracePeriod))
+	go func() {
+		defer timer.Stop()
+		<-timer.C()
+		if w.stage() != terminated && r.recorder != nil {
+			r.recorder.Event(ref, corev1.EventTypeWarning, eventExceededGracePeriod,
+				"Container runtime did not kill the pod within specified grace period.")
+		}
+	}()
+}
+
+// eventExceededGracePeriod is the kubelet's event of a pod that a kill did not stop in time.
+const eventExceededGracePeriod = "ExceededGracePeriod"
+
+// killTimeout is how long the kubelet waits for a kill of the given grace period: 1.5 times it, 10 s at least.
+func killTimeout(gracePeriod int64) time.Duration {
+	return time.Duration(max(gracePeriod+gracePeriod/2, 10)) * time.Second
 }
 
 // PodCleanedUp reports whether nothing of the pod runs any more: its worker is gone or terminated.

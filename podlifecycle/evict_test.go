@@ -83,3 +83,31 @@ type refuseAll struct{}
 func (refuseAll) Admit(*corev1.Pod) (bool, string, string) {
 	return false, "Evicted", "The node had condition: [MemoryPressure]. "
 }
+
+// A kill that has not stopped the pod one and a half grace periods (10 s at least) later gets the kubelet's
+// ExceededGracePeriod event.
+func TestKillPodThatOutlastsItsGraceIsReported(t *testing.T) {
+	b := newLifecycleBed(t)
+	b.create(bedPod("stuck"))
+	b.sync("stuck")
+	const want = "Warning ExceededGracePeriod Container runtime did not kill the pod within specified grace period."
+	exceeded := func() bool {
+		for {
+			select {
+			case e := <-b.rec.Events:
+				if e == want {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}
+	b.r.KillPod(b.pod("stuck"), 1, "Evicted", "evicted", nil) // the pod is not synced: the kill is never carried out
+	b.step(9 * time.Second)
+	if exceeded() {
+		t.Fatal("ExceededGracePeriod before 10 s")
+	}
+	b.step(time.Second)
+	b.waitFor("the ExceededGracePeriod event", exceeded)
+}
