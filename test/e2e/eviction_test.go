@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,18 @@ func claimsFileSource(p *corev1.Pod) {
 var _ = Describe("Node-pressure eviction on the real node", Ordered, func() {
 	It("evicts a memory hog past an evictionHard threshold (one that claims config.source file too), keeps the pod within its request, and rejects BestEffort pods under MemoryPressure", func() {
 		ctx := context.Background()
+		By("waiting until the pods of the specs before are gone from the node (they would be evicted too)")
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods)).To(Succeed())
+			var others []string
+			for _, p := range pods.Items {
+				if p.Spec.NodeName == nodeName && strings.HasPrefix(p.Namespace, "e2e-") {
+					others = append(others, p.Namespace+"/"+p.Name)
+				}
+			}
+			g.Expect(others).To(BeEmpty())
+		}, 3*time.Minute, time.Second).Should(Succeed())
 		ns := newNamespace()
 		mem := func(req string) func(*corev1.Pod) {
 			return withResources(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(req)}, nil)
