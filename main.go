@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
+	_ "k8s.io/kubernetes/pkg/features" // Kubernetes' feature gates in the default gate, as in the kubelet (kubernetes_feature_enabled)
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelet/nodelet/agent"

@@ -13,7 +13,6 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/component-base/metrics/legacyregistry"
-	_ "k8s.io/kubernetes/pkg/features" // the Kubernetes feature gates, registered in the default gate as in the kubelet
 )
 
 // withLegacyRegistry is the gatherer the node API serves at /metrics: the agent's registry, then the kubelet_*
@@ -55,8 +54,9 @@ func (g legacyGatherer) Gather() ([]*dto.MetricFamily, error) {
 var buildInfoOnce, featureInfoOnce sync.Once
 
 // registerFeatureGates records kubernetes_feature_enabled{name,stage} once per process, as the kubelet does:
-// every Kubernetes feature gate this binary knows, enabled as the configuration's featureGates (gates it does
-// not know left out) and the defaults say.
+// every feature gate registered in the default gate (the nodelet binary registers Kubernetes' own, as the
+// kubelet does; an embedding program those its libraries register), enabled as the configuration's
+// featureGates (gates it does not know left out) and the defaults say.
 func registerFeatureGates(gates map[string]bool, log logr.Logger) {
 	featureInfoOnce.Do(func() {
 		g := utilfeature.DefaultMutableFeatureGate.DeepCopy()

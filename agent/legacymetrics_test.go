@@ -6,6 +6,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	_ "k8s.io/kubernetes/pkg/features" // Kubernetes' feature gates, as the nodelet binary registers them
 )
 
 func TestServedMetricsTakeTheKubeletFamiliesOfTheLegacyRegistry(t *testing.T) {
