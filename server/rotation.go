@@ -68,21 +68,38 @@ func (s logRotation) rotateOnce(ctx context.Context) {
 		log.Error(err, "Failed to list containers for log rotation")
 		return
 	}
+	running := make(map[string]bool, len(cs))
 	for _, c := range cs {
+		running[c.GetId()] = true
 		if err := s.rotateContainer(ctx, c.GetId()); err != nil {
 			log.Error(err, "Failed to rotate container log", "containerID", c.GetId())
 		}
 	}
+	for id := range s.logPaths {
+		if !running[id] {
+			delete(s.logPaths, id)
+		}
+	}
+}
+
+// logPath is the container's log path, asked of the runtime once per container.
+func (s logRotation) logPath(ctx context.Context, id string) (string, error) {
+	if path, ok := s.logPaths[id]; ok {
+		return path, nil
+	}
+	resp, err := s.opts.Runtime.ContainerStatus(ctx, id, false)
+	if err != nil {
+		return "", err
+	}
+	path := resp.GetStatus().GetLogPath()
+	s.logPaths[id] = path
+	return path, nil
 }
 
 func (s logRotation) rotateContainer(ctx context.Context, id string) error {
-	resp, err := s.opts.Runtime.ContainerStatus(ctx, id, false)
-	if err != nil {
+	path, err := s.logPath(ctx, id)
+	if err != nil || path == "" {
 		return err
-	}
-	path := resp.GetStatus().GetLogPath()
-	if path == "" {
-		return nil
 	}
 	if !podrules.InsideDir(s.opts.PodLogsDir, path) {
 		// Not a pod's log (a container made by another tool, or a label forged): never rename or remove it.

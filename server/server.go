@@ -163,7 +163,10 @@ type Server struct {
 	tlsConfig *tls.Config
 	handler   http.Handler
 	rotation  rotationPolicy
-	cpu       *cpuRates
+	// logPaths are the log paths of the running containers log rotation saw, by container ID (a
+	// container's log path never changes); only its goroutine uses it.
+	logPaths map[string]string
+	cpu      *cpuRates
 	// rotating is held (write) while a log file is renamed and reopened, so a follower that sees a new file
 	// first drains the old one completely.
 	rotating sync.RWMutex
@@ -190,7 +193,7 @@ func New(o Options) (*Server, error) {
 	if err := validate(&o); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, cpu: newCPURates(), backoff: reviewBackoff(), listen: net.Listen,
+	s := &Server{opts: o, cpu: newCPURates(), backoff: reviewBackoff(), listen: net.Listen, logPaths: map[string]string{},
 		setBlockProfileRate: goruntime.SetBlockProfileRate,
 		listening:           make(chan net.Addr, 1), readOnlyListening: make(chan net.Addr, 1)}
 	var err error

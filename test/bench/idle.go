@@ -230,7 +230,10 @@ func counterBy(text, name, label string) map[string]float64 {
 }
 
 // formatCounts prints counts as "12 GET + 6 PUT", largest first.
-func formatCounts(m map[string]float64) string {
+func formatCounts(m map[string]float64) string { return formatValues(m, "%.0f %s") }
+
+// formatValues prints values with format (a number and a name), largest first.
+func formatValues(m map[string]float64, format string) string {
 	if len(m) == 0 {
 		return "none"
 	}
@@ -249,7 +252,7 @@ func formatCounts(m map[string]float64) string {
 	})
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%.0f %s", m[k], k))
+		parts = append(parts, fmt.Sprintf(format, m[k], k))
 	}
 	return strings.Join(parts, " + ")
 }

@@ -103,7 +103,7 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "BENCH idle %s %d pods %.0fs: cpu=%.2fs rss=%.1fMiB api=[%s] cri=[%s] pod-state-reads=[%s]\n",
 			a, i.Pods, i.Window, i.CPU, i.RSSMiB, formatCounts(i.API), formatCounts(i.CRI), formatCounts(i.Reads))
 		if len(i.LoopCPU) > 0 {
-			fmt.Fprintf(w, "BENCH idle %s loops cpu-seconds=[%s] passes=[%s]\n", a, formatCounts(i.LoopCPU), formatCounts(i.LoopPasses))
+			fmt.Fprintf(w, "BENCH idle %s loops cpu-seconds=[%s] passes=[%s]\n", a, formatValues(i.LoopCPU, "%.3f %s"), formatCounts(i.LoopPasses))
 		}
 	}
 	if k, n := r.idle[agentKubelet], r.idle[agentNodelet]; k.CPU > 0 && n.Pods > 0 {
