@@ -309,10 +309,21 @@ func (m *Manager) Remove(uid types.UID) error {
 }
 
 // List returns the UIDs of the pod cgroups found in any hierarchy.
-func (m *Manager) List() []types.UID {
+func (m *Manager) List() []types.UID { return m.listIn(m.hierarchies()) }
+
+// ListMemory is List of the memory hierarchy alone on cgroup v1 (the pod cgroups are in every hierarchy; a
+// pod's removal leaves one behind in another only when it fails halfway); List on v2.
+func (m *Manager) ListMemory() []types.UID {
+	if m.Unified {
+		return m.List()
+	}
+	return m.listIn([]string{filepath.Join(m.Root, "memory")})
+}
+
+func (m *Manager) listIn(hierarchies []string) []types.UID {
 	seen := map[types.UID]bool{}
 	var out []types.UID
-	for _, h := range m.hierarchies() {
+	for _, h := range hierarchies {
 		for _, class := range podrules.QoSClasses {
 			entries, _ := os.ReadDir(filepath.Join(h, m.cgroupPath(podrules.QoSCgroupName(m.kubepodsName(), class))))
 			for _, e := range entries {

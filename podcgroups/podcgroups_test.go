@@ -282,3 +282,20 @@ func TestUpdateQoSWritesTheKubeletsShares(t *testing.T) {
 		t.Errorf("without Resources: %v", err)
 	}
 }
+
+// ListMemory looks in the memory hierarchy only on cgroup v1; List in every one.
+func TestListMemory(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, filepath.Join(root, "memory", "kubepods/burstable/pod-a"), filepath.Join(root, "pids", "kubepods/burstable/pod-a"),
+		filepath.Join(root, "pids", "kubepods/besteffort/pod-left"))
+	m := &Manager{Root: root, Kubepods: "/kubepods"}
+	fakeCgroupfs(m)
+	if got := m.ListMemory(); !slices.Equal(got, []types.UID{"-a"}) {
+		t.Errorf("ListMemory = %v, want [-a]", got)
+	}
+	got := m.List()
+	slices.Sort(got)
+	if want := []types.UID{"-a", "-left"}; !slices.Equal(got, want) {
+		t.Errorf("List = %v, want %v", got, want)
+	}
+}

@@ -30,7 +30,13 @@ type housekeeping struct {
 	// orphansSeen are the runtime orphans counted already (kubelet_orphaned_runtime_pods_total counts each
 	// once), while the runtime still has them.
 	orphansSeen map[types.UID]bool
+	// cgroupPasses counts the looks for orphaned pod cgroups.
+	cgroupPasses int
 }
+
+// cgroupScanEvery: every so many housekeeping passes, orphaned pod cgroups are looked for in every cgroup v1
+// hierarchy, not only the memory one.
+const cgroupScanEvery = 30
 
 // claimsReleasePeriod is how often the claims of pods the node no longer has are released.
 const claimsReleasePeriod = time.Minute
@@ -194,7 +200,14 @@ func containsMountUnder(mountinfo, dir string) bool {
 // runtime (the empty cgroups the runtime leaves behind, in every hierarchy).
 func (h *housekeeping) removeOrphanedCgroups(ctx context.Context, desired, inRuntime map[types.UID]bool) {
 	r := h.r
-	for _, uid := range r.podCgroups.List() {
+	// Every pass looks in the memory hierarchy, every cgroupScanEvery-th in all of them (cgroup v1 has a dozen:
+	// reading them all every 2 s was most of an idle node's housekeeping).
+	list := r.podCgroups.List
+	if q, ok := r.podCgroups.(interface{ ListMemory() []types.UID }); ok && h.cgroupPasses%cgroupScanEvery != 0 {
+		list = q.ListMemory
+	}
+	h.cgroupPasses++
+	for _, uid := range list() {
 		if desired[uid] || inRuntime[uid] || r.known(uid) {
 			continue
 		}

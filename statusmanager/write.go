@@ -54,7 +54,10 @@ func (s *statusWrite) base(obj *corev1.Pod) *corev1.PodStatus {
 // overwritten reports whether obj's status is no longer what the agent last wrote to it: someone else
 // wrote it since. False when the agent never wrote to obj.
 func (s *statusWrite) overwritten(obj *corev1.Pod) bool {
-	return s != nil && s.uid == obj.UID && !podstatus.Equal(s.base(obj), s.sent)
+	if s == nil || s.uid != obj.UID || slices.Contains(s.versions, obj.ResourceVersion) {
+		return false // a version of the agent's own writes holds what it sent (base): nothing to compare
+	}
+	return !podstatus.Equal(podstatus.Owned(&obj.Status), s.sent)
 }
 
 // statusPatch is the kubelet's status patch: a two-way strategic merge patch from the status the API is
