@@ -321,7 +321,8 @@ print(" " + (" ".join(bad) if bad else "none"))
 PY
 }
 
-# writer_pods_yaml PREFIX: N/2 pods writing 8 MiB into an emptyDir every second (errors ignored: the disk may be full).
+# writer_pods_yaml PREFIX: N/2 pods writing 8 MiB into an emptyDir every second, over the same blocks once they have
+# them (a rewrite that freed its blocks first would leave room on the full disk); errors ignored.
 writer_pods_yaml() {
   local node i; node=$(K get node -o jsonpath='{.items[0].metadata.name}')
   for i in $(seq 1 $((N / 2))); do
@@ -338,7 +339,7 @@ spec:
   containers:
   - name: c
     image: busybox
-    command: [sh, -c, 'trap "exit 0" TERM; while true; do dd if=/dev/zero of=/data/f bs=1M count=8 2>/dev/null; sleep 1; done']
+    command: [sh, -c, 'trap "exit 0" TERM; while true; do dd if=/dev/zero of=/data/f bs=1M count=8 conv=notrunc 2>/dev/null; sleep 1; done']
     volumeMounts: [{name: data, mountPath: /data}]
 YAML
   done
@@ -357,7 +358,7 @@ disk_full() {
   fresh_namespace
   disk_off
   truncate -s "${DISK_MIB}M" "$DISK_IMG"
-  mkfs.ext4 -q -F "$DISK_IMG"
+  mkfs.ext4 -q -F -m 0 "$DISK_IMG" # no blocks reserved for root: the agent runs as root
   mkdir -p "$DISK_DIR"
   mount -o loop "$DISK_IMG" "$DISK_DIR"
   restart_agent AGENT_ROOT="$DISK_DIR" NODELET_EXTRA_ARGS="--eviction-hard=memory.available<100Mi"
