@@ -18,6 +18,9 @@ type startAction struct {
 	lastExit *runtime.ContainerStatus
 	// target is an ephemeral container's targetContainerName, whose process namespace it joins.
 	target string
+	// created is the ID of the newest attempt when the runtime holds it created and never started, from the
+	// container's current definition (an agent stopped between the two calls): it is started, not made again.
+	created string
 }
 
 // killAction is a running container to stop, with the reason given in the Killing event.
@@ -309,6 +312,10 @@ func keepRunning(pod *corev1.Pod, c *corev1.Container, kind runtime.ContainerKin
 
 func restartOf(c *corev1.Container, kind runtime.ContainerKind, last *runtime.ContainerStatus) startAction {
 	s := startAction{container: c, kind: kind}
+	if last != nil && last.State == runtimeapi.ContainerState_CONTAINER_CREATED && last.Hash != 0 && last.Hash == podconfig.HashContainer(c) {
+		s.created, s.restartCount = last.ID, last.RestartCount
+		return s
+	}
 	if last != nil {
 		s.restartCount = last.RestartCount + 1
 		if last.State == runtimeapi.ContainerState_CONTAINER_EXITED {

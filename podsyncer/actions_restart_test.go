@@ -115,6 +115,7 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 		wantSandbox bool
 		wantStart   []string
 		wantRestart int
+		wantCreated string
 		wantKill    int
 		wantDone    bool
 		wantInit    bool
@@ -150,8 +151,15 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 		{name: "container OnFailure in an Always pod keeps a success", pod: cOnFailureInAlways,
 			sandboxes: readySandbox(), containers: []*runtime.ContainerStatus{ctr(cOnFailureInAlways, "a", exited, 0, 0)},
 			wantDone: true, wantInit: true},
-		{name: "a created container that never started is started again whatever its policy", pod: ruleNever,
+		{name: "a created container that never started is started whatever its policy, not made again", pod: ruleNever,
 			sandboxes: readySandbox(), containers: []*runtime.ContainerStatus{ctr(ruleNever, "a", created, 0, 0)},
+			wantStart: []string{"a"}, wantRestart: 0, wantCreated: "a-0", wantInit: true},
+		{name: "a created container of an older definition is made again", pod: ruleNever,
+			sandboxes: readySandbox(), containers: []*runtime.ContainerStatus{func() *runtime.ContainerStatus {
+				c := ctr(ruleNever, "a", created, 0, 0)
+				c.Hash++
+				return c
+			}()},
 			wantStart: []string{"a"}, wantRestart: 1, wantInit: true},
 		{name: "a container in an unknown state is started again", pod: testPod(podNever, "a"),
 			sandboxes: readySandbox(), containers: []*runtime.ContainerStatus{ctr(testPod(podNever, "a"), "a", unknown, 0, 0)},
@@ -226,6 +234,9 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 			}
 			if len(a.start) > 0 && a.start[0].restartCount != tt.wantRestart {
 				t.Errorf("restartCount = %d, want %d", a.start[0].restartCount, tt.wantRestart)
+			}
+			if len(a.start) > 0 && a.start[0].created != tt.wantCreated {
+				t.Errorf("created = %q, want %q", a.start[0].created, tt.wantCreated)
 			}
 			if len(a.kill) != tt.wantKill {
 				t.Errorf("kill = %d, want %d", len(a.kill), tt.wantKill)

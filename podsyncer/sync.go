@@ -294,6 +294,9 @@ func formatPod(pod *corev1.Pod) string {
 func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.Pod, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, st *runtime.PodStatus, sa startAction) (Requeue, string) {
 	c := sa.container
+	if sa.created != "" {
+		return s.startCreated(ctx, ps, pod, sa)
+	}
 	if sa.lastExit == nil && sa.restartCount == 0 {
 		// The runtime holds no attempt of it: count the attempts by their logs, as the kubelet does.
 		sa.restartCount = restartCountFromLogs(s.config.containerLogDir(pod, c.Name))
@@ -343,6 +346,26 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", c.Name)
 		}
 	}
+	return s.run(ctx, ps, pod, sa, id)
+}
+
+// startCreated starts the container the runtime holds created from the container's definition and never
+// started (the agent stopped between creating and starting it): a new attempt would count as a restart.
+func (s *Syncer) startCreated(ctx context.Context, ps *PodState, pod *corev1.Pod, sa startAction) (Requeue, string) {
+	ctrl.LoggerFrom(ctx).V(1).Info("Starting a container created earlier and never started", "container", sa.container.Name,
+		"containerID", sa.created)
+	if sa.kind != runtime.KindEphemeral {
+		if err := s.resize.actuation.SetActuated(pod, sa.container); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", sa.container.Name)
+		}
+	}
+	s.metrics.startedContainers.WithLabelValues(containerTypeLabel(sa.kind)).Inc()
+	return s.run(ctx, ps, pod, sa, sa.created)
+}
+
+// run starts the created container id and runs its postStart hook.
+func (s *Syncer) run(ctx context.Context, ps *PodState, pod *corev1.Pod, sa startAction, id string) (Requeue, string) {
+	c := sa.container
 	if err := s.cri.StartContainer(ctx, id); err != nil {
 		return s.containerFailed(pod, ps, sa, "RunContainerError", err, 10*time.Second), id
 	}
