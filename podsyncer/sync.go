@@ -341,11 +341,6 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 	}
 	s.recorder.Event(containerRef(pod, c), corev1.EventTypeNormal, "Created", "Container created")
 	s.timeline.Mark(pod, timeline.ContainerCreated, c.Name)
-	if sa.kind != runtime.KindEphemeral {
-		if err := s.resize.actuation.SetActuated(pod, c); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", c.Name)
-		}
-	}
 	return s.run(ctx, ps, pod, sa, id)
 }
 
@@ -354,18 +349,19 @@ func (s *Syncer) startContainer(ctx context.Context, ps *PodState, pod *corev1.P
 func (s *Syncer) startCreated(ctx context.Context, ps *PodState, pod *corev1.Pod, sa startAction) (Requeue, string) {
 	ctrl.LoggerFrom(ctx).V(1).Info("Starting a container created earlier and never started", "container", sa.container.Name,
 		"containerID", sa.created)
-	if sa.kind != runtime.KindEphemeral {
-		if err := s.resize.actuation.SetActuated(pod, sa.container); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", sa.container.Name)
-		}
-	}
 	s.metrics.startedContainers.WithLabelValues(containerTypeLabel(sa.kind)).Inc()
 	return s.run(ctx, ps, pod, sa, sa.created)
 }
 
-// run starts the created container id and runs its postStart hook.
+// run starts the created container id and runs its postStart hook. The container's resources are recorded
+// as actuated first: the runtime holds them from its creation.
 func (s *Syncer) run(ctx context.Context, ps *PodState, pod *corev1.Pod, sa startAction, id string) (Requeue, string) {
 	c := sa.container
+	if sa.kind != runtime.KindEphemeral {
+		if err := s.resize.actuation.SetActuated(pod, c); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to record the resources of a new container", "container", c.Name)
+		}
+	}
 	if err := s.cri.StartContainer(ctx, id); err != nil {
 		return s.containerFailed(pod, ps, sa, "RunContainerError", err, 10*time.Second), id
 	}

@@ -45,17 +45,23 @@ func (s *statusWrite) next(uid types.UID, before, after string, sent *corev1.Pod
 // (the cache has not seen the last write yet: two writes in flight leave it showing the first one's
 // version for a while); else obj's own status, whoever wrote it.
 func (s *statusWrite) base(obj *corev1.Pod) *corev1.PodStatus {
-	if s != nil && s.uid == obj.UID && slices.Contains(s.versions, obj.ResourceVersion) {
+	if s.holds(obj) {
 		return s.sent
 	}
 	return podstatus.Owned(&obj.Status)
 }
 
+// holds reports whether obj is at a version one of the agent's recent writes was computed against or made:
+// what the API holds of what the agent owns is what it last sent.
+func (s *statusWrite) holds(obj *corev1.Pod) bool {
+	return s != nil && s.uid == obj.UID && slices.Contains(s.versions, obj.ResourceVersion)
+}
+
 // overwritten reports whether obj's status is no longer what the agent last wrote to it: someone else
 // wrote it since. False when the agent never wrote to obj.
 func (s *statusWrite) overwritten(obj *corev1.Pod) bool {
-	if s == nil || s.uid != obj.UID || slices.Contains(s.versions, obj.ResourceVersion) {
-		return false // a version of the agent's own writes holds what it sent (base): nothing to compare
+	if s == nil || s.uid != obj.UID || s.holds(obj) {
+		return false
 	}
 	return !podstatus.Equal(podstatus.Owned(&obj.Status), s.sent)
 }
