@@ -11,6 +11,7 @@ require (
 	github.com/go-logr/zapr v1.3.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/go-containerregistry v0.22.1
+	github.com/moby/sys/userns v0.1.0
 	github.com/onsi/ginkgo/v2 v2.32.0
 	github.com/onsi/gomega v1.40.0
 	github.com/prometheus/client_golang v1.24.0

@@ -6,7 +6,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	_ "k8s.io/kubernetes/pkg/features" // Kubernetes' feature gates, as the nodelet binary registers them
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 )
 
 func TestServedMetricsTakeTheKubeletFamiliesOfTheLegacyRegistry(t *testing.T) {
@@ -47,6 +48,12 @@ func TestServedMetricsTakeTheKubeletFamiliesOfTheLegacyRegistry(t *testing.T) {
 }
 
 func TestFeatureGatesAreServed(t *testing.T) {
+	// A gate of the default gate, as the nodelet binary's import of Kubernetes' features registers them.
+	if err := utilfeature.DefaultMutableFeatureGate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		"KubeletSeparateDiskGC": {Default: true, PreRelease: featuregate.Beta},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	registerFeatureGates(map[string]bool{"KubeletSeparateDiskGC": false, "NoSuchGate": true}, logr.Discard())
 	families, err := withLegacyRegistry(prometheus.NewRegistry()).Gather()
 	if err != nil {

@@ -236,10 +236,11 @@ func (a *Agent) nodeReconciler(rec record.EventRecorder, ips []net.IP) (*control
 		Labels: cfg.NodeLabels, Taints: kc.RegisterWithTaints, ProviderID: kc.ProviderID,
 		MaxPods: int64(kc.MaxPods), MaxImages: derefInt32(kc.NodeStatusMaxImages, 50), Port: kc.Port,
 		Reserved: reserved, HardEviction: hard,
-		KubeletVersion:   a.opts.KubeletVersion,
-		DeclaredFeatures: declaredFeatures(a.opts.KubeletVersion),
-		UpdateFrequency:  kc.NodeStatusUpdateFrequency.Duration,
-		ReportFrequency:  kc.NodeStatusReportFrequency.Duration,
+		KubeletVersion:      a.opts.KubeletVersion,
+		DeclaredFeatures:    declaredFeatures(a.opts.KubeletVersion),
+		ReportUserNamespace: config.KubeletInUserNamespace(kc),
+		UpdateFrequency:     kc.NodeStatusUpdateFrequency.Duration,
+		ReportFrequency:     kc.NodeStatusReportFrequency.Duration,
 	}
 	if a.eviction != nil {
 		r.Pressure = a.eviction

@@ -32,6 +32,7 @@ const (
 	gateImageMaximumGCAge        = "ImageMaximumGCAge"
 	gateComponentFlagz           = "ComponentFlagz"
 	gateComponentStatusz         = "ComponentStatusz"
+	gateKubeletInUserNamespace   = "KubeletInUserNamespace"
 )
 
 // DefaultEvictionHard returns a fresh copy of the kubelet's Linux hard

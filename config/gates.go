@@ -13,3 +13,9 @@ func ComponentFlagz(k *kubeletconfigv1beta1.KubeletConfiguration) bool {
 func ComponentStatusz(k *kubeletconfigv1beta1.KubeletConfiguration) bool {
 	return gateEnabled(k, gateComponentStatusz)
 }
+
+// KubeletInUserNamespace reports whether the KubeletInUserNamespace gate is on (beta, the default since
+// Kubernetes 1.37): the Node then reports status.nodeInfo.runningInUserNamespace.
+func KubeletInUserNamespace(k *kubeletconfigv1beta1.KubeletConfiguration) bool {
+	return gateEnabled(k, gateKubeletInUserNamespace)
+}

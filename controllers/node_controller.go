@@ -96,6 +96,8 @@ type NodeReconciler struct {
 	Reserved       corev1.ResourceList // systemReserved + kubeReserved
 	HardEviction   []config.Threshold  // held back from allocatable
 	KubeletVersion string
+	// ReportUserNamespace sets status.nodeInfo.runningInUserNamespace (the KubeletInUserNamespace gate).
+	ReportUserNamespace bool
 	// DeclaredFeatures are the node's status.declaredFeatures: the features newer than the oldest API
 	// server the node works with that it implements (the API server's NodeDeclaredFeatures admission lets
 	// only such pods and updates through).

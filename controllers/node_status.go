@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/machine"
@@ -307,6 +308,12 @@ func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pr
 		KernelVersion: o.info.KernelVersion, OSImage: o.info.OSImage,
 		OperatingSystem: o.info.OS, Architecture: o.info.Architecture,
 		KubeletVersion: r.KubeletVersion, ContainerRuntimeVersion: current.NodeInfo.ContainerRuntimeVersion,
+	}
+	if o.info.SwapBytes != 0 {
+		s.NodeInfo.Swap = &corev1.NodeSwapStatus{Capacity: ptr.To(o.info.SwapBytes)}
+	}
+	if r.ReportUserNamespace {
+		s.NodeInfo.RunningInUserNamespace = ptr.To(o.info.InUserNamespace)
 	}
 	if o.version != nil {
 		s.NodeInfo.ContainerRuntimeVersion = o.version.RuntimeName + "://" + o.version.RuntimeVersion

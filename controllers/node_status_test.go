@@ -127,3 +127,28 @@ func TestRuntimeHandlersByNameAndNodeFeatures(t *testing.T) {
 		t.Errorf("features %v, want supplementalGroupsPolicy false", f)
 	}
 }
+
+// The node's system info says whether the agent runs in a user namespace (with the KubeletInUserNamespace gate,
+// else not at all) and, on a host with swap, its size, as the kubelet's MachineInfo setter does.
+func TestNodeInfoReportsUserNamespaceAndSwap(t *testing.T) {
+	o := observation{info: machine.Info{NumCPU: 4, MemoryBytes: 8 << 30, SwapBytes: 2 << 30, InUserNamespace: true}}
+	s := (&NodeReconciler{MaxPods: 110, ReportUserNamespace: true}).nodeStatus(corev1.NodeStatus{}, o, nil, metav1.Now())
+	if v := s.NodeInfo.RunningInUserNamespace; v == nil || !*v {
+		t.Errorf("runningInUserNamespace %v, want true", v)
+	}
+	if sw := s.NodeInfo.Swap; sw == nil || ptr.Deref(sw.Capacity, 0) != 2<<30 {
+		t.Errorf("swap %v, want a capacity of 2Gi", sw)
+	}
+	o.info.SwapBytes, o.info.InUserNamespace = 0, false
+	s = (&NodeReconciler{MaxPods: 110, ReportUserNamespace: true}).nodeStatus(corev1.NodeStatus{}, o, nil, metav1.Now())
+	if v := s.NodeInfo.RunningInUserNamespace; v == nil || *v {
+		t.Errorf("runningInUserNamespace %v, want false", v)
+	}
+	if s.NodeInfo.Swap != nil {
+		t.Errorf("swap %v on a host without swap", s.NodeInfo.Swap)
+	}
+	s = (&NodeReconciler{MaxPods: 110}).nodeStatus(corev1.NodeStatus{}, o, nil, metav1.Now())
+	if s.NodeInfo.RunningInUserNamespace != nil {
+		t.Error("runningInUserNamespace set with the KubeletInUserNamespace gate off")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+
+	"github.com/moby/sys/userns"
 )
 
 // Info is what does not change while the machine runs.
@@ -27,6 +29,9 @@ type Info struct {
 	HugePages map[int64]int64
 	// SwapBytes is the host's swap (SwapTotal).
 	SwapBytes int64
+	// InUserNamespace is whether the agent runs in a user namespace other than the host's initial one
+	// (rootless, or a node in a user namespaced container).
+	InUserNamespace bool
 }
 
 // Signals are the eviction signals, observed now.
@@ -86,6 +91,7 @@ func (r Reader) Info() (Info, error) {
 	info.MemoryBytes = mem["MemTotal"]
 	info.SwapBytes = mem["SwapTotal"]
 	info.HugePages = r.hugePages()
+	info.InUserNamespace = userns.RunningInUserNS()
 	return info, nil
 }
 
