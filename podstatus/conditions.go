@@ -132,7 +132,7 @@ func (b conditionRules) initializedCondition(all []corev1.ContainerStatus, phase
 	var unknown, incomplete []string
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		st := findStatus(all, c.Name)
+		st := FindStatus(all, c.Name)
 		switch {
 		case st == nil:
 			unknown = append(unknown, c.Name)
@@ -189,7 +189,7 @@ func (b conditionRules) containersReadyCondition(all []corev1.ContainerStatus, p
 	var unknown, unready []string
 	spec := &b.pod.Spec
 	check := func(c *corev1.Container) {
-		st := findStatus(all, c.Name)
+		st := FindStatus(all, c.Name)
 		switch {
 		case st == nil:
 			unknown = append(unknown, c.Name)

@@ -219,7 +219,8 @@ func ephemeralContainers(spec *corev1.PodSpec) []corev1.Container {
 	return out
 }
 
-func findStatus(ss []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+// FindStatus is the status of the container name among ss, nil if none.
+func FindStatus(ss []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
 	for i := range ss {
 		if ss[i].Name == name {
 			return &ss[i]

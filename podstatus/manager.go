@@ -78,7 +78,7 @@ func (b cacheRules) staysTerminated(kind podrules.ContainerKind, old, now []core
 		if c != nil && podrules.ContainerShouldRestart(c, &b.pod.Spec, t.ExitCode) {
 			continue
 		}
-		if st := findStatus(now, old[i].Name); st != nil && st.State.Terminated == nil {
+		if st := FindStatus(now, old[i].Name); st != nil && st.State.Terminated == nil {
 			return false
 		}
 	}

@@ -40,13 +40,13 @@ func (b *builder) containersPhase(info []corev1.ContainerStatus) corev1.PodPhase
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if podrules.IsSidecar(c) {
-			n.countSidecar(findStatus(info, c.Name))
+			n.countSidecar(FindStatus(info, c.Name))
 		} else {
-			n.countInit(b, c, findStatus(info, c.Name))
+			n.countInit(b, c, FindStatus(info, c.Name))
 		}
 	}
 	for i := range spec.Containers {
-		n.countRegular(b, &spec.Containers[i], findStatus(info, spec.Containers[i].Name))
+		n.countRegular(b, &spec.Containers[i], FindStatus(info, spec.Containers[i].Name))
 	}
 	if n.failedInitNotRestartable > 0 {
 		return corev1.PodFailed

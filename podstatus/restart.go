@@ -30,9 +30,9 @@ func (b *builder) exitTriggersRestartAll(c *corev1.Container) bool {
 	if a := b.rt.FindContainer(c.Name); a != nil && a.State == runtimeapi.ContainerState_CONTAINER_EXITED && podrules.TriggersRestartAll(c, a.ExitCode) {
 		return true
 	}
-	st := findStatus(b.old.InitContainerStatuses, c.Name)
+	st := FindStatus(b.old.InitContainerStatuses, c.Name)
 	if st == nil {
-		st = findStatus(b.old.ContainerStatuses, c.Name)
+		st = FindStatus(b.old.ContainerStatuses, c.Name)
 	}
 	return st != nil && st.State.Terminated != nil && podrules.TriggersRestartAll(c, st.State.Terminated.ExitCode)
 }

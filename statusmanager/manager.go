@@ -3,6 +3,7 @@ package statusmanager
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,6 +33,8 @@ type Manager struct {
 	pods map[types.UID]*podEntry
 	// syncDuration is kubelet_pod_status_sync_duration_seconds, once registered.
 	syncDuration prometheus.Histogram
+	// terminated is kubelet_terminated_containers_total, once registered.
+	terminated *prometheus.CounterVec
 }
 
 // podEntry is what the manager keeps of one pod UID.
@@ -58,10 +61,43 @@ func (m *Manager) RegisterMetrics(reg prometheus.Registerer) error {
 	if err := reg.Register(h); err != nil {
 		return err
 	}
+	t := prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "terminated_containers_total",
+		Help: "Cumulative number of container terminations."}, []string{"container_type", "exit_code", "reason"})
+	if err := reg.Register(t); err != nil {
+		return err
+	}
 	m.mu.Lock()
-	m.syncDuration = h
+	m.syncDuration, m.terminated = h, t
 	m.mu.Unlock()
 	return nil
+}
+
+// countTerminations counts the containers status has terminated that old (the status set before, nil for
+// none) did not, by container type, exit code and reason: each termination once, as the kubelet's status
+// manager counts them.
+func (m *Manager) countTerminations(old, status *corev1.PodStatus) {
+	if m.terminated == nil {
+		return
+	}
+	var before corev1.PodStatus
+	if old != nil {
+		before = *old
+	}
+	count := func(olds, news []corev1.ContainerStatus, kind string) {
+		for i := range news {
+			t := news[i].State.Terminated
+			if t == nil {
+				continue
+			}
+			if o := podstatus.FindStatus(olds, news[i].Name); o != nil && o.State.Terminated != nil {
+				continue
+			}
+			m.terminated.WithLabelValues(kind, strconv.Itoa(int(t.ExitCode)), t.Reason).Inc()
+		}
+	}
+	count(before.InitContainerStatuses, status.InitContainerStatuses, "init_container")
+	count(before.ContainerStatuses, status.ContainerStatuses, "container")
+	count(before.EphemeralContainerStatuses, status.EphemeralContainerStatuses, "ephemeral_container")
 }
 
 // changed notes when the pod's status first differed from the API's, and returns that time.
@@ -103,7 +139,9 @@ func (m *Manager) Status(uid types.UID) *corev1.PodStatus {
 func (m *Manager) Keep(uid types.UID, status corev1.PodStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.entryLocked(uid).status = &status
+	e := m.entryLocked(uid)
+	m.countTerminations(e.status, &status)
+	e.status = &status
 }
 
 // Result is what SetPodStatus did.

@@ -2,8 +2,10 @@ package statusmanager
 
 import (
 	"context"
+	"maps"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -163,5 +165,53 @@ func TestOverwrittenStatusIsReportedUntilWrittenBack(t *testing.T) {
 	gone := apiPod("gone", "ug")
 	if res, err := m.SetPodStatus(ctx, gone, running(corev1.ConditionTrue)); err != nil || res.Written {
 		t.Errorf("pod gone from the API: written %v, err %v; want neither", res.Written, err)
+	}
+}
+
+// kubelet_terminated_containers_total counts a container's termination once, when a status first shows it
+// terminated, by container type, exit code and reason; a restart that runs it again and ends it again counts
+// again.
+func TestTerminationsAreCountedOnce(t *testing.T) {
+	m := New(nil)
+	reg := prometheus.NewRegistry()
+	if err := m.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 139, Reason: "Error"}}
+	status := func(init, main corev1.ContainerState) corev1.PodStatus {
+		return corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: init}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", State: main}},
+		}
+	}
+	done := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+	m.Keep("u1", status(running, corev1.ContainerState{}))
+	m.Keep("u1", status(done, corev1.ContainerState{}))
+	m.Keep("u1", status(done, running))
+	m.Keep("u1", status(done, crashed))
+	m.Keep("u1", status(done, crashed)) // the same status again: no new termination
+	m.Keep("u1", status(done, running))
+	m.Keep("u1", status(done, crashed))
+	want := map[string]float64{"init_container/0/Completed": 1, "container/139/Error": 2}
+	got := map[string]float64{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "kubelet_terminated_containers_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range s.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			got[l["container_type"]+"/"+l["exit_code"]+"/"+l["reason"]] = s.GetCounter().GetValue()
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("terminations counted %v, want %v", got, want)
 	}
 }
