@@ -496,6 +496,7 @@ func (b *configBuilder) containerEnv(ctx context.Context, pod *corev1.Pod, c *co
 	}
 	env, _, err := podconfig.MakeEnvironment(ctx, pod, c, podconfig.EnvOptions{
 		NodeName: b.nodeName, HostIPs: b.hostIPs, PodIPs: podIPs, NodeAllocatable: nodeAlloc, ServiceEnv: serviceEnv,
+		VolumePath: func(volume string) (string, error) { return b.volumes.HostPath(pod, volume) },
 	}, b.secrets)
 	if err != nil {
 		return nil, nil, err

@@ -362,6 +362,7 @@ type Volumes interface {
 	SetUp(ctx context.Context, pod *corev1.Pod) []error
 	Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]string) ([]*runtimeapi.Mount, error)
 	Devices(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.Device, error)
+	HostPath(pod *corev1.Pod, volume string) (string, error)
 	Ready(uid types.UID) bool
 	TearDown(ctx context.Context, uid types.UID) error
 }
@@ -436,6 +437,9 @@ func (noVolumes) Devices(*corev1.Pod, *corev1.Container) ([]*runtimeapi.Device, 
 }
 func (noVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]string) ([]*runtimeapi.Mount, error) {
 	return nil, nil
+}
+func (noVolumes) HostPath(_ *corev1.Pod, volume string) (string, error) {
+	return "", fmt.Errorf("no volume %q is set up", volume)
 }
 func (noVolumes) Ready(types.UID) bool                      { return true }
 func (noVolumes) TearDown(context.Context, types.UID) error { return nil }

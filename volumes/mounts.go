@@ -37,6 +37,22 @@ func (m *Manager) Mounts(pod *corev1.Pod, c *corev1.Container, env map[string]st
 	return mounts, nil
 }
 
+// HostPath is where the pod's volume name is on the host, once SetUp made it ready (the kubelet's
+// volumeutil.GetPath of the volume's mounter).
+func (m *Manager) HostPath(pod *corev1.Pod, name string) (string, error) {
+	vol := findVolume(pod, name)
+	if vol == nil {
+		return "", fmt.Errorf("the pod has no volume %q", name)
+	}
+	pv := m.state(pod.UID, false)
+	if pv != nil {
+		pv.mu.Lock()
+		defer pv.mu.Unlock()
+	}
+	path, _, err := m.volumePath(pod, pv, vol)
+	return path, err
+}
+
 func (m *Manager) mount(pod *corev1.Pod, pv *podVolumes, c *corev1.Container, index int, env map[string]string) (*runtimeapi.Mount, error) {
 	vm := &c.VolumeMounts[index]
 	vol := findVolume(pod, vm.Name)

@@ -122,6 +122,23 @@ func TestMounts(t *testing.T) {
 	}
 }
 
+// HostPath is where a volume is on the host (an emptyDir in the pod's directory, a hostPath's own path): what
+// a fileKeyRef reads from; a volume the pod does not have is an error.
+func TestHostPath(t *testing.T) {
+	env := newTestEnv(t)
+	pod := mountsPod()
+	mustSetUp(t, env.m, pod)
+	if got, err := env.m.HostPath(pod, "scratch"); err != nil || got != must(env.m.volumeDir("uid-1", pluginEmptyDir, "scratch")) {
+		t.Errorf("emptyDir at %q (%v)", got, err)
+	}
+	if got, err := env.m.HostPath(pod, "host"); err != nil || got != "/var/log" {
+		t.Errorf("hostPath at %q (%v)", got, err)
+	}
+	if _, err := env.m.HostPath(pod, "nope"); err == nil {
+		t.Error("a volume the pod does not have has a path")
+	}
+}
+
 func mountsPod() *corev1.Pod {
 	return newPod(
 		vol("scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}),

@@ -2,16 +2,21 @@ package podconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	envfile "k8s.io/kubernetes/pkg/kubelet/util/env"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelet/nodelet/podrules"
 )
@@ -33,6 +38,8 @@ type EnvOptions struct {
 	ServiceEnv map[string]string
 	// NodeAllocatable is what resourceFieldRef reports for a limit the container does not set.
 	NodeAllocatable corev1.ResourceList
+	// VolumePath is where a volume of the pod is on the host, for fileKeyRef (nil: no volume is).
+	VolumePath func(volume string) (string, error)
 }
 
 // MakeEnvironment resolves a container's environment like the kubelet's makeEnvironmentVariables: envFrom
@@ -175,10 +182,39 @@ func (r *envResolver) valueFrom(vf *corev1.EnvVarSource) (value string, ok bool,
 	case vf.SecretKeyRef != nil:
 		return r.secretKey(vf.SecretKeyRef)
 	case vf.FileKeyRef != nil:
-		// Volumes are set up elsewhere; without one the kubelet fails the same way.
-		return "", false, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", vf.FileKeyRef.VolumeName)
+		return r.fileKey(vf.FileKeyRef)
 	}
 	return "", true, nil
+}
+
+// fileKey reads a variable from an env file in a volume of the pod (written by an init container, say), as
+// the kubelet does: the file's path resolved inside the volume (no way out of it through ".." or a link), the
+// file parsed by the kubelet's strict KEY='value' parser. A key the file lacks is an error unless optional;
+// so is a file that does not parse, optional or not.
+func (r *envResolver) fileKey(sel *corev1.FileKeySelector) (string, bool, error) {
+	if r.opts.VolumePath == nil {
+		return "", false, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", sel.VolumeName)
+	}
+	dir, err := r.opts.VolumePath(sel.VolumeName)
+	if err != nil {
+		return "", false, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", sel.VolumeName)
+	}
+	path, err := securejoin.SecureJoin(dir, sel.Path)
+	if err != nil {
+		return "", false, err
+	}
+	value, err := envfile.ParseEnv(path, sel.Key)
+	if err != nil {
+		ctrl.LoggerFrom(r.ctx).Error(err, "Failed to parse env file", "pod", klog.KObj(r.pod))
+		return "", false, errors.New("couldn't parse env file")
+	}
+	if value == "" {
+		if isOptional(sel.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("environment variable key %q not found in file %q", sel.Key, path)
+	}
+	return value, true, nil
 }
 
 func isOptional(b *bool) bool { return b != nil && *b }

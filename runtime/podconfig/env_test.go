@@ -3,6 +3,8 @@ package podconfig
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -393,6 +395,58 @@ func TestExpand(t *testing.T) {
 	for _, tt := range tests {
 		if got := Expand(tt.in, mappingFor(vars)); got != tt.want {
 			t.Errorf("Expand(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// fileKeyRef reads a variable from an env file in one of the pod's volumes, as the kubelet does: KEY='value'
+// lines, an optional key the file lacks leaves the variable out, a required one is an error, a path that
+// climbs out of the volume stays inside it, and a file that does not parse is an error.
+func TestMakeEnvironmentFileKeyRef(t *testing.T) {
+	vol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vol, "config.env"), []byte("# made by init\nDB='postgres://db'\nMULTI='a\nb' # two lines\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vol, "bad.env"), []byte("DB=unquoted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fileEnv := func(name, path, key string, optional bool) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
+			VolumeName: "config", Path: path, Key: key, Optional: ptr.To(optional)}}}
+	}
+	opts := envOpts()
+	opts.VolumePath = func(name string) (string, error) {
+		if name != "config" {
+			return "", errors.New("no such volume")
+		}
+		return vol, nil
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
+	c := &corev1.Container{Name: "c", Env: []corev1.EnvVar{
+		fileEnv("DB_URL", "config.env", "DB", false),
+		fileEnv("MULTI", "../../config.env", "MULTI", false),
+		fileEnv("MISSING", "config.env", "NOPE", true),
+	}}
+	got, _, err := envString(t, pod, c, opts, envSource())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "DB_URL=postgres://db\nMULTI=a\nb"; got != want {
+		t.Errorf("environment %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		env  corev1.EnvVar
+		want string
+	}{
+		{fileEnv("X", "config.env", "NOPE", false), `environment variable key "NOPE" not found in file`},
+		{fileEnv("X", "bad.env", "DB", true), "couldn't parse env file"},
+		{fileEnv("X", "absent.env", "DB", true), "couldn't parse env file"},
+		{corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "other", Path: "a", Key: "b"}}},
+			`cannot find the volume "other" referenced by FileKeyRef`},
+	} {
+		_, _, err := envString(t, pod, &corev1.Container{Name: "c", Env: []corev1.EnvVar{tc.env}}, opts, envSource())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one with %q", tc.env.ValueFrom.FileKeyRef.Path, err, tc.want)
 		}
 	}
 }
