@@ -117,11 +117,14 @@ func (h host) newNodeServer(a *Agent, restCfg *rest.Config, store *staticpods.St
 	return server.New(o)
 }
 
-// debugOptions set the node API's profiling (enableProfilingHandler, enableContentionProfiling) and zpages
+// debugOptions set the node API's system logs (enableSystemLogHandler, enableSystemLogQuery), profiling
+// (enableProfilingHandler, enableContentionProfiling) and zpages
 // (the ComponentFlagz and ComponentStatusz gates; /flagz lists the command line, when there is one).
 func debugOptions(o *server.Options, cfg *config.Config) {
 	kc := &cfg.Kubelet
 	o.DisableProfilingHandler = kc.EnableProfilingHandler != nil && !*kc.EnableProfilingHandler
+	o.DisableSystemLogHandler = kc.EnableSystemLogHandler != nil && !*kc.EnableSystemLogHandler
+	o.SystemLogQuery = kc.EnableSystemLogQuery != nil && *kc.EnableSystemLogQuery
 	o.ContentionProfiling = kc.EnableContentionProfiling
 	o.DisableStatusz = !config.ComponentStatusz(kc)
 	if config.ComponentFlagz(kc) && cfg.Flagz() != nil {

@@ -62,6 +62,7 @@ var implementedFields = map[string]bool{
 	// The node API and pod hardening.
 	"enableServer": true, "readOnlyPort": true, "enableDebuggingHandlers": true,
 	"enableProfilingHandler": true, "enableContentionProfiling": true,
+	"enableSystemLogHandler": true, "enableSystemLogQuery": true, "tracing": true,
 	"tlsMinVersion": true, "tlsCipherSuites": true, "tlsCurvePreferences": true,
 	"allowedUnsafeSysctls": true, "seccompDefault": true, "podPidsLimit": true, "protectKernelDefaults": true,
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
@@ -82,8 +83,8 @@ var implementedFields = map[string]bool{
 var defaultOnlyFields = map[string]bool{
 	"registerNode": true, "runOnce": true, "podCIDR": true, "podsPerCore": true,
 	"cpuCFSQuota": true, "cpuCFSQuotaPeriod": true, "crashLoopBackOff": true, "hairpinMode": true,
-	"enableControllerAttachDetach": true, "enableSystemLogQuery": true,
-	"showHiddenMetricsForVersion": true, "tracing": true,
+	"enableControllerAttachDetach": true,
+	"showHiddenMetricsForVersion": true,
 	"kubeletCgroups": true, "systemCgroups": true, "systemReservedCgroup": true, "kubeReservedCgroup": true,
 	"reservedSystemCPUs": true, "reservedMemory": true, "qosReserved": true, "defaultPodSysctls": true,
 	"memoryThrottlingFactor": true, "memoryReservationPolicy": true,

@@ -14,8 +14,8 @@ import (
 
 // routes are the kubelet's endpoints. Everything reaching them is already authenticated and authorized.
 // With debugging handlers off (enableDebuggingHandlers: false), the kubelet's debugging endpoints answer
-// 405 and /configz, /flagz and /statusz are not served, as in the kubelet. There is no /logs or
-// /debug/flags/v handler otherwise.
+// 405 and /configz, /flagz and /statusz are not served, as in the kubelet. There is no /debug/flags/v
+// handler otherwise.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	s.authNotRequiredRoutes(mux)
@@ -24,6 +24,7 @@ func (s *Server) routes() http.Handler {
 		debuggingDisabledRoutes(mux)
 	} else {
 		s.debuggingRoutes(mux)
+		s.nodeLogRoutes(mux)
 		s.profilingRoutes(mux)
 		s.zpagesRoutes(mux)
 	}

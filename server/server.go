@@ -115,6 +115,14 @@ type Options struct {
 	// containerLogs, runningpods, pprof and logs answer 405 "Debug endpoints are disabled." (after
 	// authentication and authorization) and /configz, /flagz and /statusz are not served, as the kubelet.
 	DisableDebuggingHandlers bool
+	// DisableSystemLogHandler is enableSystemLogHandler: false: with debugging handlers, /logs/ answers 405
+	// "logs endpoint is disabled." instead of serving NodeLogDir (default /var/log/). SystemLogQuery is
+	// enableSystemLogQuery: /logs/ answers node log queries (?query=<service>|<file>, journal options),
+	// through JournalCommand (default journalctl) for services in the journal.
+	DisableSystemLogHandler bool
+	SystemLogQuery          bool
+	NodeLogDir              string
+	JournalCommand          string
 	// DisableProfilingHandler is enableProfilingHandler: false: with debugging handlers, /debug/pprof/
 	// answers 405 "profiling endpoint is disabled." instead of the profiles, as the kubelet.
 	DisableProfilingHandler bool
