@@ -20,7 +20,7 @@
 #
 # Settings: SUITE, SERIAL, CSI, FOCUS, SKIP (ginkgo regular expressions; they replace the suite's), PROCS
 # (parallel ginkgo processes, default 4, 1 with SERIAL=1), AGENT (nodelet|kubelet), CONTAINERD (1|2), SPEC_TIMEOUT
-# (ginkgo --timeout, default 2h), BED_DIR (default /var/lib/nodelet-bed-conformance, -storage for storage).
+# (ginkgo --timeout, default 2h), GINKGO_ARGS (more ginkgo flags, e.g. --output-interceptor-mode=none), BED_DIR (default /var/lib/nodelet-bed-conformance, -storage for storage).
 # Prints one line "conformance: N passed, M failed, K skipped" and the failed specs; the reports (ginkgo JSON and
 # JUnit, the passed-spec list, passed and failed specs per group) and every component's log stay under
 # $BED_DIR/logs/conformance-<suite>-<agent>-<time>/ (conformance-<agent>-... for the node suite).
@@ -203,7 +203,8 @@ main() {
   out=$(out_dir)
   mkdir -p "$out"
   log "running upstream e2e ($KUBE_VERSION, suite $SUITE$([ "$SERIAL" = 1 ] && echo ' [Serial]')) with $AGENT on containerd ${CONTAINERD:-1}, cgroup driver ${CGROUP_DRIVER:-cgroupfs}: focus '$FOCUS', skip '$SKIP', $PROCS processes; reports in $out"
-  "$E2E_BIN_DIR/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --timeout="$SPEC_TIMEOUT" --no-color \
+  # shellcheck disable=SC2086 # GINKGO_ARGS are words to add
+  "$E2E_BIN_DIR/ginkgo" --procs="$PROCS" --focus="$FOCUS" --skip="$SKIP" --timeout="$SPEC_TIMEOUT" --no-color ${GINKGO_ARGS:-} \
     --output-dir="$out" --json-report=report.json --junit-report=junit.xml --silence-skips \
     "$E2E_BIN_DIR/e2e.test" -- --kubeconfig="$BED_DIR/pki/admin.kubeconfig" --provider=skeleton \
     --kubectl-path="$KUBE_BIN_DIR/kubectl" --report-dir="$out" ${AGENT_ROOT:+--kubelet-root-dir="$AGENT_ROOT"} \
