@@ -2,6 +2,7 @@ package podlifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,6 +29,9 @@ func (v *waitingVolumes) SetUp(context.Context, *corev1.Pod) []error { return ni
 func (v *waitingVolumes) Ready(types.UID) bool                       { return v.attached }
 func (v *waitingVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]string) ([]*runtimeapi.Mount, error) {
 	return nil, nil
+}
+func (v *waitingVolumes) HostPath(*corev1.Pod, string) (string, error) {
+	return "", errors.New("no volumes")
 }
 
 // A pod whose volume waits without an error starts no container and is looked at again within the
