@@ -163,6 +163,27 @@ func parseNodeLogQuery(v url.Values) (*nodeLogQuery, field.ErrorList) {
 // that exists under logDir and takes no options, a time range in order, a boot of 0 or before, tailLines in
 // [0, 100000], a pattern that compiles.
 func (q *nodeLogQuery) validate(logDir string) field.ErrorList {
+	errs := q.validateTargets(logDir)
+	if q.since != nil && q.until != nil && q.since.After(*q.until) {
+		errs = append(errs, field.Invalid(field.NewPath("untilTime"), q.until, "must be after `sinceTime`"))
+	}
+	if q.boot != nil && *q.boot > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("boot"), *q.boot, "must be less than 1"))
+	}
+	if q.tailLines != nil {
+		if msgs := utilvalidation.IsInRange(*q.tailLines, 0, maxLogTailLines); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("tailLines"), *q.tailLines, msgs[0]))
+		}
+	}
+	if _, err := syntax.Parse(q.pattern, syntax.Perl); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("pattern"), q.pattern, err.Error()))
+	}
+	return errs
+}
+
+// validateTargets checks what the query reads: services with safe names, at most four, or one file under
+// logDir without options, not both.
+func (q *nodeLogQuery) validateTargets(logDir string) field.ErrorList {
 	var errs field.ErrorList
 	path := field.NewPath("query")
 	for _, s := range q.services {
@@ -189,20 +210,6 @@ func (q *nodeLogQuery) validate(logDir string) field.ErrorList {
 		if err := statInRoot(logDir, q.files[0]); err != nil {
 			errs = append(errs, field.Invalid(path, q.files, err.Error()))
 		}
-	}
-	if q.since != nil && q.until != nil && q.since.After(*q.until) {
-		errs = append(errs, field.Invalid(field.NewPath("untilTime"), q.until, "must be after `sinceTime`"))
-	}
-	if q.boot != nil && *q.boot > 0 {
-		errs = append(errs, field.Invalid(field.NewPath("boot"), *q.boot, "must be less than 1"))
-	}
-	if q.tailLines != nil {
-		if msgs := utilvalidation.IsInRange(*q.tailLines, 0, maxLogTailLines); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(field.NewPath("tailLines"), *q.tailLines, msgs[0]))
-		}
-	}
-	if _, err := syntax.Parse(q.pattern, syntax.Perl); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("pattern"), q.pattern, err.Error()))
 	}
 	return errs
 }
