@@ -186,6 +186,8 @@ failSwapOn: false
 failCgroupV1: false
 tlsCertFile: $PKI_DIR/node-serving.crt
 tlsPrivateKeyFile: $PKI_DIR/node-serving.key
+# The node log query (/logs/?query=kubelet), which the upstream [Feature:NodeLogQuery] specs read.
+enableSystemLogQuery: true
 YAML
 }
 
