@@ -194,10 +194,12 @@ func nodeStats(m machine.Reader, kubepods string) (server.NodeStats, error) {
 		usage = working
 	}
 	maxPID, procs := sig.PIDMax, sig.PIDsInUse
+	mem := memoryStats(now, working, usage, sig)
+	cgroupMemoryDetail(&mem, m, "/")
 	return server.NodeStats{
 		StartTime:        u.BootTime,
 		CPU:              statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &u.CPUUsageNanoSeconds},
-		Memory:           memoryStats(now, working, usage, sig),
+		Memory:           mem,
 		Fs:               nodeFsStats(now, sig),
 		Rlimit:           &statsapi.RlimitStats{Time: now, MaxPID: &maxPID, NumOfRunningProcesses: &procs},
 		SystemContainers: podsContainer(m, kubepods, now),
@@ -231,6 +233,16 @@ func memoryStats(now metav1.Time, working, usage uint64, sig machine.Signals) st
 	return statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &usage, AvailableBytes: &available}
 }
 
+// cgroupMemoryDetail adds the RSS and page faults of the cgroup at path to st, as the kubelet's summary has
+// them from cAdvisor; nothing when the cgroup cannot be read.
+func cgroupMemoryDetail(st *statsapi.MemoryStats, m machine.Reader, path string) {
+	c, err := m.CgroupStats(path)
+	if err != nil {
+		return
+	}
+	st.RSSBytes, st.PageFaults, st.MajorPageFaults = ptr.To(c.MemoryRSS), ptr.To(c.PgFault), ptr.To(c.PgMajFault)
+}
+
 // nodeFsStats are nodefs's figures as the signals give them.
 func nodeFsStats(now metav1.Time, sig machine.Signals) statsapi.FsStats {
 	capacity, avail := uint64(max(sig.NodeFsCapacityBytes, 0)), uint64(max(sig.NodeFsAvailableBytes, 0))
@@ -252,6 +264,7 @@ func podsContainer(m machine.Reader, kubepods string, now metav1.Time) []statsap
 	}
 	ws, usage := uint64(mem.WorkingSetBytes), uint64(mem.UsageBytes)
 	st := statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws, UsageBytes: &usage}
+	cgroupMemoryDetail(&st, m, kubepods)
 	if mem.LimitBytes > 0 {
 		avail := uint64(max(mem.LimitBytes-mem.WorkingSetBytes, 0))
 		st.AvailableBytes = &avail
