@@ -56,10 +56,12 @@ func (s *Server) authNotRequiredRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /stats/summary", short(s.statsh().statsSummary)) // the kubelet routes both methods
 }
 
-// debuggingRoutes are the kubelet's debugging endpoints: logs, exec, attach, port-forward, run, configz.
+// debuggingRoutes are the kubelet's debugging endpoints: logs, exec, attach, port-forward, run, running pods,
+// configz.
 func (s *Server) debuggingRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /configz", withTimeout(http.HandlerFunc(s.configz), requestTimeout))
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.logh().containerLogs)
+	mux.Handle("GET /runningpods/", withTimeout(http.HandlerFunc(s.runningPods), requestTimeout))
 	for _, m := range []string{"GET ", "POST "} {
 		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{container}", s.streams().exec)
 		mux.HandleFunc(m+"/exec/{namespace}/{pod}/{uid}/{container}", s.streams().exec)
