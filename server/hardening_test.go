@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -73,10 +74,13 @@ func TestDebuggingHandlersDisabledRefuseAsTheKubelet(t *testing.T) {
 }
 
 func TestDebuggingHandlersEnabledServeConfigzProfilesAndZPages(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.Flagz = flags })
+	logs := t.TempDir()
+	writeFile(t, filepath.Join(logs, "syslog"), []byte("a line\n"))
+	e := newEnv(t, func(o *Options) { o.Flagz, o.NodeLogDir = flags, logs })
 	e.allowEverything("admin-token", "admin")
 	for _, tt := range []struct{ path, contains string }{
 		{"/configz", "kubeletconfig"},
+		{"/logs/syslog", "a line"},
 		{"/debug/pprof/", "Types of profiles available"},
 		{"/flagz", "kubelet flagz"},
 		{"/statusz", "kubelet statusz"},
@@ -84,9 +88,6 @@ func TestDebuggingHandlersEnabledServeConfigzProfilesAndZPages(t *testing.T) {
 		if code, body := e.do("GET", tt.path, "admin-token"); code != http.StatusOK || !strings.Contains(body, tt.contains) {
 			t.Errorf("GET %s = %d %.200q, want 200 containing %q", tt.path, code, body, tt.contains)
 		}
-	}
-	if code, _ := e.do("GET", "/logs/", "admin-token"); code != http.StatusNotFound {
-		t.Errorf("GET /logs/ = %d, want 404 (nodelet serves no system logs)", code)
 	}
 }
 
