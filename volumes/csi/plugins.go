@@ -62,6 +62,7 @@ type PluginWatcher struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	gen     uint64
 	desired map[string]uint64  // socket path → generation of the socket there
+	inodes  map[string]uint64  // socket path → inode of the socket there
 	actual  map[string]*plugin // socket path → the plugin registered from it
 }
 
@@ -108,18 +109,23 @@ func (w *PluginWatcher) init() {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.desired, w.actual = map[string]uint64{}, map[string]*plugin{}
+	w.desired, w.inodes, w.actual = map[string]uint64{}, map[string]uint64{}, map[string]*plugin{}
 	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
 		workqueue.TypedRateLimitingQueueConfig[string]{Clock: clk})
 }
 
-// socketCreated records a (new) socket at path: registered again even if a plugin was registered from
-// the path before.
-func (w *PluginWatcher) socketCreated(path string) {
+// socketCreated records a (new) socket at path, inode ino: registered again even if a plugin was registered
+// from the path before. The socket already recorded there, seen again (by the start-up scan and its own
+// Create event), is not a new one: its registration stays.
+func (w *PluginWatcher) socketCreated(path string, ino uint64) {
 	w.mu.Lock()
+	if _, ok := w.desired[path]; ok && ino != 0 && w.inodes[path] == ino {
+		w.mu.Unlock()
+		return
+	}
 	w.gen++
-	w.desired[path] = w.gen
+	w.desired[path], w.inodes[path] = w.gen, ino
 	w.mu.Unlock()
 	w.queue.Add(path)
 }
@@ -131,6 +137,7 @@ func (w *PluginWatcher) gone(path string) {
 	for p := range w.desired {
 		if p == path || strings.HasPrefix(p, path+string(os.PathSeparator)) {
 			delete(w.desired, p)
+			delete(w.inodes, p)
 			paths = append(paths, p)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
@@ -64,7 +65,7 @@ func (w *PluginWatcher) created(ctx context.Context, fw *fsnotify.Watcher, path 
 	case fi.IsDir():
 		return w.scan(ctx, fw, path)
 	case fi.Mode()&fs.ModeSocket != 0:
-		w.socketCreated(path)
+		w.socketCreated(path, inode(fi))
 	default:
 		logr.FromContextOrDiscard(ctx).V(5).Info("Ignoring a file that is no socket", "path", path)
 	}
@@ -94,10 +95,20 @@ func (w *PluginWatcher) scan(ctx context.Context, fw *fsnotify.Watcher, dir stri
 				log.Error(err, "Watching a plugin directory failed", "path", path)
 			}
 		case d.Type()&fs.ModeSocket != 0:
-			w.socketCreated(path)
+			if fi, err := d.Info(); err == nil {
+				w.socketCreated(path, inode(fi))
+			}
 		}
 		return nil
 	})
+}
+
+// inode is a file's inode number (0 where the platform has none).
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
 }
 
 // skip leaves out a hidden entry: a directory's whole tree.
