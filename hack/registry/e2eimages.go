@@ -20,7 +20,8 @@ func init() {
 	served["nonroot"] = []string{"e2e-test-images/nonroot:1.5"}
 	served["nonewprivs"] = []string{"e2e-test-images/nonewprivs:1.4"}
 	served["glibc-dns-testing"] = []string{"e2e-test-images/glibc-dns-testing:2.1.1"}
-	served["sample-device-plugin"] = []string{"e2e-test-images/sample-device-plugin:1.7"}
+	// 1.7 is the image manifest's name, 1.8.0 the one of the DaemonSet the DRA extended resource specs deploy.
+	served["sample-device-plugin"] = []string{"e2e-test-images/sample-device-plugin:1.7", "e2e-test-images/sample-device-plugin:1.8.0"}
 }
 
 // devicePluginImage is the upstream sample device plugin's image (test/images/sample-device-plugin): the
