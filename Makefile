@@ -137,8 +137,8 @@ image: ## Build the image without Docker (go-containerregistry) into bin/nodelet
 .PHONY: image-push
 PIN ?= deploy/kustomization.yaml
 
-image-push: ## Build and push the image to REGISTRY (e.g. make image-push REGISTRY=127.0.0.1:5000/nodelet), no Docker; pins deploy/ (PIN=) to the pushed digest.
-	@test -n "$(REGISTRY)" || { echo "REGISTRY is required, e.g. REGISTRY=127.0.0.1:5000/nodelet"; exit 1; }
+image-push: ## Build and push the image to REGISTRY (e.g. make image-push REGISTRY=127.0.0.1:5050/nodelet), no Docker; pins deploy/ (PIN=) to the pushed digest.
+	@test -n "$(REGISTRY)" || { echo "REGISTRY is required, e.g. REGISTRY=127.0.0.1:5050/nodelet"; exit 1; }
 	@set -e; bins=; for a in $$(echo $(IMAGE_ARCHS) | tr , ' '); do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -trimpath -ldflags "$(LDFLAGS)" -o bin/linux-$$a/nodelet . ; \
 	  bins="$$bins$${bins:+,}linux/$$a=bin/linux-$$a/nodelet"; done; \

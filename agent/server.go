@@ -188,14 +188,17 @@ func nodeStats(m machine.Reader, kubepods string) (server.NodeStats, error) {
 	}
 	now := metav1.Now()
 	// The kubelet's node memory: the root memory cgroup's working set and usage, available = capacity - working set.
-	working, usage := uint64(sig.MemoryWorkingSetBytes), uint64(sig.MemoryUsageBytes)
+	root := sig.RootMemory
+	working, usage := uint64(root.WorkingSetBytes), uint64(root.UsageBytes)
 	if working == 0 {
 		working = u.MemoryTotalBytes - u.MemoryAvailableBytes
 		usage = working
 	}
 	maxPID, procs := sig.PIDMax, sig.PIDsInUse
 	mem := memoryStats(now, working, usage, sig)
-	cgroupMemoryDetail(&mem, m, "/")
+	if root.UsageBytes > 0 {
+		memoryDetail(&mem, root)
+	}
 	return server.NodeStats{
 		StartTime:        u.BootTime,
 		CPU:              statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &u.CPUUsageNanoSeconds},
@@ -233,14 +236,11 @@ func memoryStats(now metav1.Time, working, usage uint64, sig machine.Signals) st
 	return statsapi.MemoryStats{Time: now, WorkingSetBytes: &working, UsageBytes: &usage, AvailableBytes: &available}
 }
 
-// cgroupMemoryDetail adds the RSS and page faults of the cgroup at path to st, as the kubelet's summary has
-// them from cAdvisor; nothing when the cgroup cannot be read.
-func cgroupMemoryDetail(st *statsapi.MemoryStats, m machine.Reader, path string) {
-	c, err := m.CgroupStats(path)
-	if err != nil {
-		return
-	}
-	st.RSSBytes, st.PageFaults, st.MajorPageFaults = ptr.To(c.MemoryRSS), ptr.To(c.PgFault), ptr.To(c.PgMajFault)
+// memoryDetail adds a memory cgroup's RSS and page faults to st, as the kubelet's summary has them from
+// cAdvisor.
+func memoryDetail(st *statsapi.MemoryStats, c machine.CgroupMemory) {
+	st.RSSBytes = ptr.To(uint64(max(c.RSSBytes, 0)))
+	st.PageFaults, st.MajorPageFaults = ptr.To(uint64(max(c.PageFaults, 0))), ptr.To(uint64(max(c.MajorPageFaults, 0)))
 }
 
 // nodeFsStats are nodefs's figures as the signals give them.
@@ -264,7 +264,7 @@ func podsContainer(m machine.Reader, kubepods string, now metav1.Time) []statsap
 	}
 	ws, usage := uint64(mem.WorkingSetBytes), uint64(mem.UsageBytes)
 	st := statsapi.MemoryStats{Time: now, WorkingSetBytes: &ws, UsageBytes: &usage}
-	cgroupMemoryDetail(&st, m, kubepods)
+	memoryDetail(&st, mem)
 	if mem.LimitBytes > 0 {
 		avail := uint64(max(mem.LimitBytes-mem.WorkingSetBytes, 0))
 		st.AvailableBytes = &avail

@@ -38,7 +38,7 @@ bed_busy() {
   local port owner up
   up=$(pgrep -f 'bed\.sh up' | head -1 || true)
   [ -z "$up" ] || { echo "bed.sh-up pid $up"; return 0; }
-  for port in 5000 2379 6443 10257 10259 10250; do
+  for port in 5050 2379 6443 10257 10259 10250; do
     owner=$(ss -Hltnp "sport = :$port" 2>/dev/null | sed -n 's/.*users:(("\([^"]*\)",pid=\([0-9]*\).*/\2\/\1/p' | head -1)
     [ -z "$owner" ] || { echo "$port $owner"; return 0; }
   done

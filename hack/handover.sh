@@ -29,7 +29,7 @@ bed="$here/bed.sh"
 LOCK=$BED_DIR/run/kubelet.lock
 export NODELET_EXTRA_ARGS="--lock-file $LOCK --exit-on-lock-contention"
 NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
-IMAGE=${REGISTRY_ADDR:-127.0.0.1:5000}/nodelet:handover
+IMAGE=${REGISTRY_ADDR:-127.0.0.1:5050}/nodelet:handover
 K() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/pki/admin.kubeconfig" "$@"; }
 FAILED=0
 

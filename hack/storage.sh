@@ -20,7 +20,7 @@ source "$here/lib.sh"
 
 BED_DIR=${BED_DIR:-/var/lib/nodelet-bed}
 NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
-REGISTRY_ADDR=127.0.0.1:5000
+REGISTRY_ADDR=127.0.0.1:5050
 KUBELET_ROOT=/var/lib/kubelet
 CSI_DRIVER=hostpath.csi.k8s.io
 # The host folders the manifests keep volumes in (hostPath volumes of the plugin and the local-path helper).

@@ -39,15 +39,14 @@ type Signals struct {
 	// MemoryAvailableBytes is the kubelet's memory.available: capacity (MemTotal) minus the root memory
 	// cgroup's working set (MemAvailable where no memory cgroup can be read).
 	MemoryAvailableBytes int64
-	// MemoryUsageBytes and MemoryWorkingSetBytes are the root memory cgroup's (0 where it cannot be read).
-	MemoryUsageBytes      int64
-	MemoryWorkingSetBytes int64
-	NodeFsCapacityBytes   int64 // the root dir's filesystem size
-	NodeFsAvailableBytes  int64 // free to unprivileged users
-	NodeFsInodes          int64
-	NodeFsInodesFree      int64
-	PIDMax                int64 // the lower of kernel.pid_max and kernel.threads-max
-	PIDsInUse             int64 // processes and threads that exist
+	// RootMemory is the root memory cgroup's figures (zero where it cannot be read).
+	RootMemory           CgroupMemory
+	NodeFsCapacityBytes  int64 // the root dir's filesystem size
+	NodeFsAvailableBytes int64 // free to unprivileged users
+	NodeFsInodes         int64
+	NodeFsInodesFree     int64
+	PIDMax               int64 // the lower of kernel.pid_max and kernel.threads-max
+	PIDsInUse            int64 // processes and threads that exist
 }
 
 // Reader reads host facts from the filesystem rooted at HostRoot ("/" on a real node).
@@ -190,7 +189,7 @@ func (r Reader) Signals() (Signals, error) {
 // memorySignals measures memory.available as the kubelet: capacity less the root cgroup's working set.
 func (r Reader) memorySignals(s *Signals, mem map[string]int64) {
 	if root, err := r.RootMemory(); err == nil {
-		s.MemoryUsageBytes, s.MemoryWorkingSetBytes = root.UsageBytes, root.WorkingSetBytes
+		s.RootMemory = root
 		s.MemoryAvailableBytes = max(mem["MemTotal"]-root.WorkingSetBytes, 0)
 	} else {
 		avail, ok := mem["MemAvailable"]

@@ -18,6 +18,10 @@ type CgroupMemory struct {
 	WorkingSetBytes int64
 	// LimitBytes is the cgroup's memory limit; 0 when unlimited (and for the root cgroup).
 	LimitBytes int64
+	// RSSBytes is the cgroup's anonymous memory (cgroup v1: total_rss; v2: anon), PageFaults and
+	// MajorPageFaults its page faults (v1: the cgroup's own; v2: with its descendants'), as cAdvisor reports
+	// them in the kubelet's summary.
+	RSSBytes, PageFaults, MajorPageFaults int64
 }
 
 // unlimited is at or above what cgroup v1 reports for no limit (PAGE_COUNTER_MAX pages).
@@ -49,6 +53,7 @@ func (r Reader) CgroupMemory(path string) (CgroupMemory, error) {
 			return CgroupMemory{}, err
 		}
 		m := workingSet(usage, stat["total_inactive_file"])
+		m.RSSBytes, m.PageFaults, m.MajorPageFaults = stat["total_rss"], stat["pgfault"], stat["pgmajfault"]
 		if limit, err := r.readInt(filepath.Join("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")); err == nil && limit < unlimited {
 			m.LimitBytes = limit
 		}
@@ -70,6 +75,7 @@ func (r Reader) CgroupMemory(path string) (CgroupMemory, error) {
 		return CgroupMemory{}, err
 	}
 	m := workingSet(usage, stat["inactive_file"])
+	m.RSSBytes, m.PageFaults, m.MajorPageFaults = stat["anon"], stat["pgfault"], stat["pgmajfault"]
 	if limit, err := r.readInt(filepath.Join("/sys/fs/cgroup", path, "memory.max")); err == nil { // "max" does not parse
 		m.LimitBytes = limit
 	}

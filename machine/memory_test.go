@@ -24,21 +24,23 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 func TestRootMemoryAndAvailable(t *testing.T) {
 	meminfo := "MemTotal:       1000 kB\nMemFree:         300 kB\nMemAvailable:    800 kB\n"
 	for name, tc := range map[string]struct {
-		files          map[string]string
-		usage, ws, avl int64
+		files                    map[string]string
+		usage, ws, avl           int64
+		rss, pgfault, pgmajfault int64
 	}{
 		"v1": {map[string]string{
 			"sys/fs/cgroup/memory/memory.usage_in_bytes": "512000\n",
-			"sys/fs/cgroup/memory/memory.stat":           "inactive_file 1\ntotal_inactive_file 102400\n",
-		}, 512000, 409600, 1024000 - 409600},
+			"sys/fs/cgroup/memory/memory.stat": "inactive_file 1\ntotal_inactive_file 102400\nrss 5\ntotal_rss 4096\n" +
+				"pgfault 70\ntotal_pgfault 700\npgmajfault 7\ntotal_pgmajfault 77\n",
+		}, 512000, 409600, 1024000 - 409600, 4096, 70, 7},
 		"v2 root: MemTotal - MemFree": {map[string]string{
-			"sys/fs/cgroup/memory.stat": "anon 1\ninactive_file 204800\n",
-		}, 716800, 512000, 1024000 - 512000},
+			"sys/fs/cgroup/memory.stat": "anon 8192\ninactive_file 204800\npgfault 90\npgmajfault 9\n",
+		}, 716800, 512000, 1024000 - 512000, 8192, 90, 9},
 		"inactive above usage: working set 0": {map[string]string{
 			"sys/fs/cgroup/memory/memory.usage_in_bytes": "100\n",
 			"sys/fs/cgroup/memory/memory.stat":           "total_inactive_file 200\n",
-		}, 100, 0, 1024000},
-		"no memory cgroup: MemAvailable": {nil, 0, 0, 819200},
+		}, 100, 0, 1024000, 0, 0, 0},
+		"no memory cgroup: MemAvailable": {nil, 0, 0, 819200, 0, 0, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
@@ -52,6 +54,9 @@ func TestRootMemoryAndAvailable(t *testing.T) {
 				}
 				if m.UsageBytes != tc.usage || m.WorkingSetBytes != tc.ws {
 					t.Errorf("RootMemory = %+v, want usage %d working set %d", m, tc.usage, tc.ws)
+				}
+				if m.RSSBytes != tc.rss || m.PageFaults != tc.pgfault || m.MajorPageFaults != tc.pgmajfault {
+					t.Errorf("RootMemory = %+v, want rss %d page faults %d major %d", m, tc.rss, tc.pgfault, tc.pgmajfault)
 				}
 			}
 			var s Signals

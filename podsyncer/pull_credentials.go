@@ -86,8 +86,11 @@ func matchAuth(s *corev1.Secret, domain string) (*runtimeapi.AuthConfig, dockerA
 				a.Username, a.Password, _ = strings.Cut(string(b), ":")
 			}
 		}
+		// No ServerAddress, as the kubelet: containerd drops credentials whose server address does not parse
+		// as a URL of the host it pulls from, and a docker config key ("registry:5000",
+		// "https://index.docker.io/v1/") is neither.
 		out := &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth,
-			IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken, ServerAddress: key}
+			IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken}
 		return out, a, true
 	}
 	return nil, dockerAuth{}, false

@@ -65,7 +65,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.tag, "tag", "nodelet:dev", "the image's name in the tarball")
 	fs.StringVar(&o.tarPath, "tar", "", "write the image (one architecture) as a tarball here")
 	fs.StringVar(&o.ociPath, "oci", "", "write the image or index as an OCI image layout here")
-	fs.StringVar(&o.push, "push", "", "push to this reference, e.g. 127.0.0.1:5000/nodelet:dev")
+	fs.StringVar(&o.push, "push", "", "push to this reference, e.g. 127.0.0.1:5050/nodelet:dev")
 	fs.StringVar(&o.version, "version", "dev", "the org.opencontainers.image.version label")
 	fs.StringVar(&o.digestFile, "digest-file", "", "also write the image's (or index's) digest to this file")
 	fs.StringVar(&o.pin, "pin", "", "with -push: pin the kustomization file's nodelet image to the pushed repository and digest")

@@ -20,6 +20,8 @@ func init() {
 	served["nonroot"] = []string{"e2e-test-images/nonroot:1.5"}
 	served["nonewprivs"] = []string{"e2e-test-images/nonewprivs:1.4"}
 	served["glibc-dns-testing"] = []string{"e2e-test-images/glibc-dns-testing:2.1.1"}
+	served["kitten"] = []string{"e2e-test-images/kitten:1.8"}
+	served["nautilus"] = []string{"e2e-test-images/nautilus:1.8"}
 	// 1.7 is the image manifest's name, 1.8.0 the one of the DaemonSet the DRA extended resource specs deploy.
 	served["sample-device-plugin"] = []string{"e2e-test-images/sample-device-plugin:1.7", "e2e-test-images/sample-device-plugin:1.8.0"}
 }
@@ -35,9 +37,14 @@ func devicePluginImage(root []entry, bin string) (*ociImage, error) {
 	return image(files, v1.Config{Entrypoint: []string{"/sampledeviceplugin", "-alsologtostderr"}, Env: []string{defaultPath}})
 }
 
-// addE2EImages builds agnhost, nonroot, nonewprivs, glibc-dns-testing and nginx on top of the busybox tree.
+// addE2EImages builds agnhost, nonroot, nonewprivs, glibc-dns-testing, kitten, nautilus and nginx on top of the
+// busybox tree.
 func addE2EImages(images map[string]*ociImage, root []entry, src sources) error {
-	agn, err := agnhostImage(root, src)
+	agnTree, err := agnhostTree(root, src)
+	if err != nil {
+		return fmt.Errorf("agnhost: %w", err)
+	}
+	agn, err := image(agnTree, agnhostConfig("pause"))
 	if err != nil {
 		return fmt.Errorf("agnhost: %w", err)
 	}
@@ -63,6 +70,15 @@ func addE2EImages(images map[string]*ociImage, root []entry, src sources) error 
 	}
 	images["agnhost"], images["nonroot"], images["nonewprivs"] = agn, nonroot, nonewprivs
 	images["glibc-dns-testing"] = dns
+	if src.agnhostSrc != "" {
+		for _, name := range []string{"kitten", "nautilus"} {
+			img, err := webImage(agnTree, src, name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			images[name] = img
+		}
+	}
 	// nginx comes from the distribution (build-testbins.sh e2e fetches it); a folder without it serves the rest.
 	if _, err := os.Stat(filepath.Join(src.e2eBin, "nginx")); err == nil {
 		nginx, err := nginxImage(root, src.e2eBin)
@@ -72,6 +88,25 @@ func addE2EImages(images map[string]*ociImage, root []entry, src sources) error 
 		images["nginx"] = nginx
 	}
 	return nil
+}
+
+// webImage is the upstream kitten or nautilus image (test/images/<name>): agnhost with the picture and
+// data.json of the image's html folder at / and test-webserver as its command. The upstream base is agnhost on
+// Alpine Linux, which the image volume specs look for in /etc/os-release: the file says what this tree is.
+func webImage(agnTree []entry, src sources, name string) (*ociImage, error) {
+	html := filepath.Join(src.agnhostSrc, "..", name, "html")
+	var files []entry
+	for _, f := range []string{name + ".jpg", "data.json"} {
+		b, err := os.ReadFile(filepath.Join(html, f))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file(f, 0o644, b))
+	}
+	files = append(files, file("etc/os-release", 0o644, []byte(
+		"NAME=\"nodelet test bed\"\nID=nodelet-bed\n"+
+			"PRETTY_NAME=\"busybox tree standing in for the upstream "+name+" image (agnhost on Alpine Linux)\"\n")))
+	return image(merge(agnTree, files), agnhostConfig("test-webserver"))
 }
 
 // glibcDNSImage: the upstream image is Debian with glibc's resolver; the specs run `hostname -f` in it, which
@@ -86,10 +121,15 @@ func glibcDNSImage(root []entry) (*ociImage, error) {
 	return image(merge(root, files), v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}})
 }
 
-// agnhostImage: /agnhost (and /agnhost-2) on the busybox tree with the tools the specs call inside it — bash,
-// curl and (OpenBSD) nc from the host with their libraries — the user and group the upstream image defines,
-// /uploads and porter's TLS pair.
-func agnhostImage(root []entry, src sources) (*ociImage, error) {
+// agnhostConfig runs /agnhost with the subcommand cmd unless the pod says otherwise.
+func agnhostConfig(cmd string) v1.Config {
+	return v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{cmd}, Env: []string{defaultPath}}
+}
+
+// agnhostTree is the agnhost image's files: /agnhost (and /agnhost-2) on the busybox tree with the tools the
+// specs call inside it — bash, curl and (OpenBSD) nc from the host with their libraries — the user and group
+// the upstream image defines, /uploads and porter's TLS pair.
+func agnhostTree(root []entry, src sources) ([]entry, error) {
 	bin, err := os.ReadFile(filepath.Join(src.e2eBin, "agnhost"))
 	if err != nil {
 		return nil, err
@@ -123,9 +163,7 @@ func agnhostImage(root []entry, src sources) (*ociImage, error) {
 		files = append(files, file(name, 0o644, b))
 	}
 	// busybox's nc applet would shadow the OpenBSD one in /bin.
-	tree := merge(root, files)
-	tree = remove(tree, "bin/nc")
-	return image(tree, v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{defaultPath}})
+	return remove(merge(root, files), "bin/nc"), nil
 }
 
 // hostBinary is a dynamically linked host binary placed at name in the image, with every library ldd lists at

@@ -51,7 +51,7 @@ var served = map[string][]string{
 }
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:5000", "listen address")
+	addr := flag.String("addr", "127.0.0.1:5050", "listen address")
 	var src sources
 	flag.StringVar(&src.busybox, "busybox", "/bin/busybox", "path of a static busybox binary")
 	flag.StringVar(&src.pause, "pause", "", "path of the static pause binary (hack/pause)")

@@ -35,7 +35,7 @@ imageMinimumGCAge: 1ns
 `
 
 // bedRegistry is the test bed's registry; containerd pulls from it over plain HTTP.
-const bedRegistry = "127.0.0.1:5000"
+const bedRegistry = "127.0.0.1:5050"
 
 // pushUniqueImage pushes a one-layer image of random content (an image ID no other spec has) to the bed's
 // registry and returns its reference.
