@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/config"
@@ -83,6 +85,11 @@ func (remoteAPI) podSources(a *Agent) []source.Source {
 // Services shared with the process's other nodes or from an informer of the node's own.
 func (remoteAPI) podDeps(ctx context.Context, a *Agent, deps *podlifecycle.Deps) error {
 	deps.Client, deps.Secrets, deps.Node = a.mgr.GetClient(), podlifecycle.APIObjects{Reader: a.mgr.GetAPIReader()}, a.getNode
+	pods, err := a.mgr.GetCache().GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("pod informer: %w", err)
+	}
+	deps.PodsSynced = pods.HasSynced
 	if a.opts.Services != nil {
 		deps.Services = a.opts.Services
 		return nil

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -174,8 +176,16 @@ func (a *Agent) podOptions(ctx context.Context, ips []net.IP) (podlifecycle.Opti
 	return opts, nil
 }
 
+// errNodeNotSynced: the node's cache has not listed the Node yet.
+var errNodeNotSynced = errors.New("the node cache has not synced")
+
 // getNode reads the node from the cache, which blocks while the API server is away: within 2 s.
 func (a *Agent) getNode(ctx context.Context) (*corev1.Node, error) {
+	// A read of the cache waits for it to sync, which it cannot while the API server is away (a control
+	// plane's static pods starting): until it has, the node is unknown at once.
+	if inf, err := a.mgr.GetCache().GetInformer(ctx, &corev1.Node{}, cache.BlockUntilSynced(false)); err == nil && !inf.HasSynced() {
+		return nil, errNodeNotSynced
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	n := &corev1.Node{}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -316,7 +317,7 @@ func (r *NodeReconciler) nodeStatus(current corev1.NodeStatus, o observation, pr
 		s.NodeInfo.RunningInUserNamespace = ptr.To(o.info.InUserNamespace)
 	}
 	if o.version != nil {
-		s.NodeInfo.ContainerRuntimeVersion = o.version.RuntimeName + "://" + o.version.RuntimeVersion
+		s.NodeInfo.ContainerRuntimeVersion = o.version.RuntimeName + "://" + runtimeVersion(o.version.RuntimeVersion)
 	}
 	if o.runtimeErr == nil {
 		s.Images = r.nodeImages(o.images)
@@ -394,4 +395,17 @@ func DetectNodeIP(hostname string, lookup func(string) ([]net.IP, error), hostIf
 		return ip, nil
 	}
 	return nil, fmt.Errorf("%w: %s resolves only to loopback and no default route interface has an address", errNoNodeIP, hostname)
+}
+
+// runtimeVersion is the runtime's version as the kubelet writes it in the node's containerRuntimeVersion:
+// parsed as a semantic version, else as a generic one, and printed back ("v2.4.2" becomes "2.4.2");
+// "Unknown" when it is neither.
+func runtimeVersion(v string) string {
+	parsed, err := utilversion.ParseSemantic(v)
+	if err != nil {
+		if parsed, err = utilversion.ParseGeneric(v); err != nil {
+			return "Unknown"
+		}
+	}
+	return parsed.String()
 }

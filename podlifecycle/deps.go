@@ -41,6 +41,11 @@ type Deps struct {
 	// Client reads the pods bound to the node (its node-scoped cache), patches their status and deletes
 	// them once terminated.
 	Client client.Client
+	// PodsSynced tells whether Client's pod cache has listed the node's pods once. Until it has, admission
+	// and housekeeping do not wait on the cache (a read blocks until it syncs, and it cannot while the API
+	// server is away, as when a control plane's static pods start): they go on with the pods the reconciler
+	// knows, as the kubelet admits with its pod manager's. nil: reads of Client are bounded by a timeout only.
+	PodsSynced func() bool
 	// Secrets reads the Secrets, ConfigMaps and RuntimeClasses pods reference, by name (APIObjects).
 	Secrets Objects
 	// Node returns the node, for admission (allocatable, labels) and resourceFieldRef defaults.
@@ -125,7 +130,7 @@ func New(deps Deps, opts Options) (*Reconciler, error) {
 		return nil, err
 	}
 	r := &Reconciler{
-		client: deps.Client, recorder: deps.Recorder, clock: deps.Clock, node: deps.Node, pleg: deps.PLEG,
+		client: deps.Client, podsSynced: deps.PodsSynced, recorder: deps.Recorder, clock: deps.Clock, node: deps.Node, pleg: deps.PLEG,
 		static: deps.Static, admitters: deps.Admitters, devices: deps.Devices,
 		nodeName: opts.NodeName, rootDir: opts.RootDir,
 		staticKinds: opts.StaticKinds, maxWorkers: max(opts.Workers, 1),

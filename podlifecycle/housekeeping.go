@@ -94,10 +94,13 @@ func (h *housekeeping) run(ctx context.Context) {
 
 // apiPods are the API's pods in the node's cache, shared with the cache: read them, never change them
 // (housekeeping runs every 2 s, and copying every pod each time is most of its cost). ok is false while
-// the cache cannot answer; standalone, there are none.
+// the cache cannot answer, at once while it has never synced; standalone, there are none.
 func (r *Reconciler) apiPods(ctx context.Context) (pods []corev1.Pod, ok bool) {
 	if r.client == nil {
 		return nil, true
+	}
+	if r.podsSynced != nil && !r.podsSynced() {
+		return nil, false
 	}
 	list := &corev1.PodList{}
 	lctx, cancel := context.WithTimeout(ctx, apiReadTimeout)

@@ -42,6 +42,7 @@ import (
 type Reconciler struct {
 	// Built by New from Deps and Options; optional dependencies not given are no-ops, never nil.
 	client      client.Client // nil in standalone mode
+	podsSynced  func() bool   // whether client's pod cache has synced; nil: not known
 	syncer      *podsyncer.Syncer
 	pleg        RelistedPods
 	states      podsyncer.PodStates // the pods' runtime state the PLEG keeps current

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,7 +33,8 @@ var _ = Describe("Node", Ordered, func() {
 		v, err := cri.Version(context.Background())
 		Expect(err).NotTo(HaveOccurred())
 		node := getNode(Default)
-		Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(Equal(v.RuntimeName + "://" + v.RuntimeVersion))
+		// The kubelet's form: the runtime's version without its "v" ("containerd://2.4.2").
+		Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(Equal(v.RuntimeName + "://" + strings.TrimPrefix(v.RuntimeVersion, "v")))
 		Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(HavePrefix("containerd://"))
 		Expect(node.Status.NodeInfo.KubeletVersion).To(HavePrefix("v1.37"))
 		Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelHostname, nodeName))
