@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the test bed's Kubernetes and etcd binaries from the Go module proxy into a cache folder keyed by
 # version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd; on request
-# the kubelet (`kubelet`), the upstream conformance suite with its test image binaries (`e2e`), and the storage
-# parts: CSI hostpath driver, sidecars, snapshot controller and local-path provisioner (`csi`).
+# the kubelet (`kubelet`), kubeadm and kube-proxy for kind node images (`kind`, and `coredns VERSION`), the
+# upstream conformance suite with its test image binaries (`e2e`), and the storage parts: CSI hostpath driver,
+# sidecars, snapshot controller and local-path provisioner (`csi`).
 # setup-envtest cannot download here, so the module proxy is the only source. Re-runs are no-ops.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -351,10 +352,31 @@ build_etcd() {
   rm -rf "$w"
 }
 
+# build_coredns VERSION: CoreDNS (github.com/coredns/coredns, its default plugins) into $BIN_CACHE/coredns-VERSION.
+build_coredns() {
+  local v=$1 out="$BIN_CACHE/coredns-$1"
+  [ -x "$out/coredns" ] && return 0
+  log "building CoreDNS $v into $out"
+  local w; w=$(mktemp -d)
+  (
+    cd "$w"
+    go mod init nodelet.local/corednsbin >/dev/null 2>&1
+    go mod edit -require "github.com/coredns/coredns@$v"
+    printf '//go:build tools\npackage tools\nimport _ "github.com/coredns/coredns"\n' > tools.go
+    GOFLAGS=-mod=mod go mod tidy >/dev/null
+    mkdir -p "$out"
+    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out/coredns.tmp" github.com/coredns/coredns
+    mv "$out/coredns.tmp" "$out/coredns"
+  )
+  rm -rf "$w"
+}
+
 case "${1:-all}" in
   kube) build_kube ;;
   etcd) build_etcd ;;
   kubelet) build_kube kubelet ;;
+  kind) build_kube kubelet kubeadm kube-proxy ;;
+  coredns) build_coredns "${2:?usage: build-testbins.sh coredns VERSION}" ;;
   e2e) build_e2e ;;
   containerd2) build_containerd2 ;;
   busybox) build_busybox ;;
@@ -362,7 +384,7 @@ case "${1:-all}" in
   deviceplugin) build_device_plugin ;;
   dradriver) build_dra_driver ;;
   all) build_etcd; build_kube; build_busybox; build_device_plugin; build_dra_driver ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|e2e|containerd2|busybox|csi|deviceplugin|dradriver]" ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|kind|coredns VERSION|e2e|containerd2|busybox|csi|deviceplugin|dradriver]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

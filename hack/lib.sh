@@ -133,3 +133,14 @@ pod_leaks() {
   [ "$n" = 0 ] || out+=" cgroups:$n"
   echo "${out:- none}"
 }
+
+# kind_storage_manifest: kind's default storage manifest with its image constants filled in.
+kind_storage_manifest() {
+  local src prov helper
+  src="$(mod_dir "sigs.k8s.io/kind@$KIND_VERSION")/pkg/build/nodeimage/const_storage.go"
+  prov=$(sed -n 's/^const storageProvisionerImage = "\(.*\)"$/\1/p' "$src")
+  helper=$(sed -n 's/^const storageHelperImage = "\(.*\)"$/\1/p' "$src")
+  if [ -z "$prov" ] || [ -z "$helper" ]; then die "no storage image constants in $src"; fi
+  awk '/^const defaultStorageManifest = `/ { on = 1; next } on && /^`/ { exit } on { print }' "$src" |
+    sed -e "s|\` + storageProvisionerImage + \`|$prov|g" -e "s|\` + storageHelperImage + \`|$helper|g"
+}

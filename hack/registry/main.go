@@ -59,6 +59,13 @@ func main() {
 	flag.StringVar(&src.agnhostSrc, "agnhost-src", "", "agnhost's source folder (for porter's localhost.crt/key)")
 	flag.StringVar(&src.csiBin, "csi-bin", "", "folder of the CSI and local-path binaries: also serve the storage images")
 	flag.StringVar(&src.devicePlugin, "device-plugin", "", "the upstream sample device plugin's binary: also serve its image")
+	flag.StringVar(&src.kind.kubeBin, "kube-bin", "", "folder of kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy: also serve their images")
+	flag.StringVar(&src.kind.kubeVersion, "kube-version", "", "the tag of the --kube-bin images")
+	flag.StringVar(&src.kind.proxyBase, "kube-proxy-base", "", "tar of the Debian tree (with iptables and conntrack) kube-proxy's image is made on")
+	flag.StringVar(&src.kind.etcd, "etcd", "", "the etcd server binary: also serve its image")
+	flag.StringVar(&src.kind.etcdTag, "etcd-tag", "", "the tag of the etcd image")
+	flag.StringVar(&src.kind.coredns, "coredns", "", "the CoreDNS binary: also serve its image")
+	flag.StringVar(&src.kind.corednsTag, "coredns-tag", "", "the tag of the CoreDNS image")
 	quiet := flag.Bool("quiet", false, "do not log every request")
 	flag.Parse()
 	if err := run(*addr, src, *quiet); err != nil {
@@ -72,6 +79,7 @@ type sources struct {
 	e2eBin, agnhostSrc string
 	csiBin             string
 	devicePlugin       string
+	kind               kindSources
 }
 
 func run(addr string, src sources, quiet bool) error {
@@ -141,6 +149,9 @@ func buildImages(src sources) (map[string]*ociImage, error) {
 			return nil, fmt.Errorf("sample device plugin image: %w", err)
 		}
 		images["sample-device-plugin"] = img
+	}
+	if err := addKindImages(images, src.kind); err != nil {
+		return nil, fmt.Errorf("cluster images: %w", err)
 	}
 	return images, nil
 }

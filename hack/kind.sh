@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# kind clusters without Docker: node images built here and run by podman (kind's podman provider).
+#
+#   hack/kind.sh image   the node images, kind's layout (sigs.k8s.io/kind images/base, then its node image
+#                        steps) on a Debian rootfs made by mmdebstrap from Debian's packages:
+#                          $KIND_IMAGE:$KUBE_VERSION          the kubelet $KUBE_VERSION (NODE_AGENT=kubelet)
+#                          $KIND_IMAGE:$KUBE_VERSION-nodelet  the same with nodelet as /usr/bin/kubelet:
+#                                                             kubeadm's unit, drop-ins, flags and files unchanged
+#   hack/kind.sh boot    starts one node container of the image (NODE_AGENT) and checks that systemd brings
+#                        containerd up in it, then removes it
+#
+# Settings: NODE_AGENT (nodelet|kubelet), KIND_IMAGE, NODELET_BIN, DEBIAN_SUITE, DEBIAN_MIRROR.
+# Needs root, podman and mmdebstrap (hack/install-deps.sh kind installs them).
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+NODE_AGENT=${NODE_AGENT:-nodelet}
+KIND_IMAGE=${KIND_IMAGE:-localhost/nodelet/kind-node}
+NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
+DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+KIND_CACHE=$BIN_CACHE/kind-$KIND_VERSION
+# The packages of kind's base image (images/base/Dockerfile) that the nodes use; NFS, iSCSI and
+# fuse-overlayfs (rootless) left out.
+NODE_PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps
+
+# image_tag: the tag of NODE_AGENT's image.
+image_tag() {
+  case $NODE_AGENT in
+    kubelet) echo "$KIND_IMAGE:$KUBE_VERSION" ;;
+    nodelet) echo "$KIND_IMAGE:$KUBE_VERSION-nodelet" ;;
+    *) die "NODE_AGENT=$NODE_AGENT: want nodelet or kubelet" ;;
+  esac
+}
+
+# rootfs: the Debian tree of kind's base image, made once per suite and package list.
+rootfs() {
+  local key out
+  key=$(printf '%s %s %s' "$DEBIAN_SUITE" "$NODE_PACKAGES" "$DEBIAN_MIRROR" | sha256sum | cut -c1-12)
+  out=$KIND_CACHE/rootfs-$DEBIAN_SUITE-$key.tar
+  if [ ! -s "$out" ]; then
+    command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (hack/install-deps.sh kind)"
+    mkdir -p "$KIND_CACHE"
+    log "making the $DEBIAN_SUITE rootfs with mmdebstrap into $out"
+    mmdebstrap --variant=minbase --format=tar --include="$NODE_PACKAGES" \
+      --dpkgopt='path-exclude=/usr/share/{doc,man,locale,info}/*' \
+      "$DEBIAN_SUITE" "$out.tmp" "$DEBIAN_MIRROR" >&2
+    mv "$out.tmp" "$out"
+  fi
+  echo "$out"
+}
+
+# base_files DIR: kind's base image files (images/base/files of the kind module) and the steps of its
+# Dockerfile, on the tree in DIR.
+base_files() {
+  local dir=$1 src
+  src="$(mod_dir "sigs.k8s.io/kind@$KIND_VERSION")/images/base/files"
+  install -d -m 0755 "$dir/kind" "$dir/kind/bin" "$dir/usr/local/bin" "$dir/etc/kubernetes/manifests" "$dir/opt/cni/bin"
+  install -m 0755 "$src"/usr/local/bin/* "$dir/usr/local/bin/"
+  install -m 0755 "$src"/kind/bin/* "$dir/kind/bin/"
+  install -m 0644 "$src/etc/crictl.yaml" "$dir/etc/"
+  install -D -m 0644 -t "$dir/etc/containerd" "$src"/etc/containerd/*
+  install -D -m 0644 -t "$dir/etc/default" "$src"/etc/default/*
+  install -D -m 0644 -t "$dir/etc/sysctl.d" "$src"/etc/sysctl.d/*
+  find "$src/etc/systemd/system" -maxdepth 1 -type f -exec install -m 0644 -t "$dir/etc/systemd/system" {} +
+  install -D -m 0644 -t "$dir/etc/systemd/system/kubelet.service.d" "$src"/etc/systemd/system/kubelet.service.d/*
+  find "$dir/lib/systemd/system/sysinit.target.wants/" -name systemd-tmpfiles-setup.service -delete
+  rm -f "$dir"/lib/systemd/system/multi-user.target.wants/* "$dir"/etc/systemd/system/*.wants/* \
+    "$dir"/lib/systemd/system/local-fs.target.wants/* "$dir"/lib/systemd/system/sockets.target.wants/*udev* \
+    "$dir"/lib/systemd/system/sockets.target.wants/*initctl* "$dir"/lib/systemd/system/basic.target.wants/*
+  echo "ReadKMsg=no" >>"$dir/etc/systemd/journald.conf"
+  ln -sf /usr/lib/systemd/systemd "$dir/sbin/init"
+  systemctl --root="$dir" enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
+  systemctl --root="$dir" mask systemd-binfmt.service >/dev/null 2>&1
+}
+
+# runtime_files DIR: containerd, runc and the CNI plugins kind's base image carries. containerd and runc are
+# the bed's (build-testbins.sh containerd2), the CNI plugins Debian's containernetworking-plugins.
+runtime_files() {
+  local dir=$1 b
+  [ -x "$CONTAINERD2_BIN_DIR/containerd" ] || bash "$here/build-testbins.sh" containerd2 >&2
+  for b in containerd ctr containerd-shim-runc-v2; do install -m 0755 "$CONTAINERD2_BIN_DIR/$b" "$dir/usr/local/bin/"; done
+  install -D -m 0755 "$CONTAINERD2_BIN_DIR/runc" "$dir/usr/local/sbin/runc"
+  for b in host-local loopback ptp portmap bridge; do
+    [ -x "/usr/lib/cni/$b" ] || die "/usr/lib/cni/$b is missing (Debian's containernetworking-plugins)"
+    install -m 0755 "/usr/lib/cni/$b" "$dir/opt/cni/bin/"
+  done
+  # kind's runtime spec: ctr's default with its product-files hook and no rlimits.
+  "$CONTAINERD2_BIN_DIR/ctr" oci spec |
+    jq '.hooks.createContainer[.hooks.createContainer | length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
+    jq 'del(.process.rlimits)' >"$dir/etc/containerd/cri-base.json"
+}
+
+# kube_files DIR: kind's node image steps: kubeadm, kubectl and the node agent in /usr/bin, /kind/version,
+# kind's default storage manifest.
+kube_files() {
+  local dir=$1 b
+  for b in kubelet kubeadm kubectl; do [ -x "$KUBE_BIN_DIR/$b" ] || bash "$here/build-testbins.sh" kind >&2; done
+  install -m 0755 "$KUBE_BIN_DIR/kubeadm" "$KUBE_BIN_DIR/kubectl" "$dir/usr/bin/"
+  case $NODE_AGENT in
+    kubelet) install -m 0755 "$KUBE_BIN_DIR/kubelet" "$dir/usr/bin/kubelet" ;;
+    nodelet)
+      [ -x "$NODELET_BIN" ] || die "no nodelet binary at $NODELET_BIN (make build)"
+      install -m 0755 "$NODELET_BIN" "$dir/usr/bin/kubelet" ;;
+  esac
+  printf '%s' "$KUBE_VERSION" >"$dir/kind/version"
+  install -d -m 0755 "$dir/kind/manifests"
+  kind_storage_manifest >"$dir/kind/manifests/default-storage.yaml"
+}
+
+# cluster_images: the images the node image carries: kubeadm's for KUBE_VERSION, the sandbox image of kind's
+# containerd config, and kind's default storage.
+cluster_images() {
+  "$KUBE_BIN_DIR/kubeadm" config images list --kubernetes-version "$KUBE_VERSION" 2>/dev/null
+  echo "registry.k8s.io/pause:3.10"
+  kind_storage_manifest | sed -n 's/^ *image: *//p' | sort -u
+}
+
+# image_version IMAGES NAME: the tag of registry.k8s.io/NAME in IMAGES.
+image_version() { sed -n "s|^registry.k8s.io/$2:||p" <<<"$1"; }
+
+# serve_images: a registry of this bed's (hack/registry) on REGISTRY_ADDR with every cluster image, built from
+# the binaries here; it stops with the script.
+KIND_REGISTRY_ADDR=${KIND_REGISTRY_ADDR:-127.0.0.1:5060}
+serve_images() {
+  local images etcd coredns tools=$KIND_CACHE/tools t i
+  images=$(cluster_images)
+  etcd=$(image_version "$images" etcd) coredns=$(image_version "$images" coredns/coredns)
+  [ -n "$etcd" ] && [ -n "$coredns" ] || die "kubeadm names no etcd or CoreDNS image: $images"
+  local etcd_bin=$BIN_CACHE/etcd-v${etcd%-*}/etcd coredns_bin=$BIN_CACHE/coredns-$coredns/coredns
+  [ -x "$etcd_bin" ] || ETCD_VERSION=v${etcd%-*} bash "$here/build-testbins.sh" etcd >&2
+  [ -x "$coredns_bin" ] || bash "$here/build-testbins.sh" coredns "$coredns" >&2
+  local csi; csi=$(csi_bin_dir)
+  [ -x "$csi/local-path-provisioner" ] || bash "$here/build-testbins.sh" csi >&2
+  [ -x "$BUSYBOX_BIN_DIR/busybox" ] || bash "$here/build-testbins.sh" busybox >&2
+  mkdir -p "$tools"
+  for t in pause registry; do
+    (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tools/$t" "./hack/$t") || die "go build ./hack/$t failed"
+  done
+  "$tools/registry" --quiet --addr "$KIND_REGISTRY_ADDR" --busybox "$BUSYBOX_BIN_DIR/busybox" --pause "$tools/pause" \
+    --csi-bin "$csi" --kube-bin "$KUBE_BIN_DIR" --kube-version "$KUBE_VERSION" --kube-proxy-base "$(rootfs)" \
+    --etcd "$etcd_bin" --etcd-tag "$etcd" --coredns "$coredns_bin" --coredns-tag "$coredns" >"$KIND_CACHE/registry.log" 2>&1 &
+  REGISTRY_PID=$!
+  for i in $(seq 120); do
+    curl -m 2 -fs -o /dev/null "http://$KIND_REGISTRY_ADDR/v2/" && return 0
+    kill -0 "$REGISTRY_PID" 2>/dev/null || { tail "$KIND_CACHE/registry.log" >&2; die "the image registry stopped"; }
+    sleep 1
+  done
+  die "the image registry did not start on $KIND_REGISTRY_ADDR"
+}
+
+# preload TAG: the cluster images in the node image's containerd (content only, pinned, as kind's node image
+# build leaves them), fetched from serve_images' registry by a containerd run in a container of the image.
+preload() {
+  local tag=$1 name=nodelet-kind-build img i
+  serve_images
+  podman rm -f "$name" >/dev/null 2>&1 || true
+  podman run -d --name "$name" --network host --privileged --entrypoint /bin/sleep "$tag" infinity >/dev/null
+  podman exec "$name" bash -c 'nohup containerd >/dev/null 2>&1 &'
+  for i in $(seq 30); do podman exec "$name" ctr version >/dev/null 2>&1 && break; sleep 1; done
+  for host in registry.k8s.io docker.io; do
+    podman exec "$name" bash -c "mkdir -p /tmp/hosts/$host && printf 'server = \"http://$KIND_REGISTRY_ADDR\"\n[host.\"http://$KIND_REGISTRY_ADDR\"]\n  capabilities = [\"pull\", \"resolve\"]\n' > /tmp/hosts/$host/hosts.toml"
+  done
+  for img in $(cluster_images); do
+    log "preloading $img"
+    podman exec "$name" ctr -n k8s.io content fetch --hosts-dir /tmp/hosts --platform linux/amd64 "$img" >/dev/null ||
+      die "fetching $img from $KIND_REGISTRY_ADDR failed"
+    podman exec "$name" ctr -n k8s.io images label "$img" io.cri-containerd.pinned=pinned >/dev/null
+  done
+  podman exec "$name" pkill containerd
+  for i in $(seq 30); do podman exec "$name" pgrep containerd >/dev/null 2>&1 || break; sleep 1; done
+  podman exec "$name" rm -rf /tmp/hosts
+  podman commit -q --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' "$name" "$tag" >/dev/null
+  podman rm -f "$name" >/dev/null
+  kill "$REGISTRY_PID" 2>/dev/null || true
+}
+
+build_image() {
+  local tag tree tar
+  tag=$(image_tag)
+  tar=$(rootfs)
+  tree=$(mktemp -d /var/tmp/kind-node.XXXXXX)
+  trap 'rm -rf "$tree"' RETURN
+  tar -C "$tree" -xf "$tar"
+  base_files "$tree"
+  runtime_files "$tree"
+  kube_files "$tree"
+  log "importing $tag into podman"
+  tar -C "$tree" -c . | podman import \
+    --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' \
+    --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' - "$tag" >/dev/null 2>&1
+  preload "$tag"
+  log "built $tag"
+}
+
+# kind_host: what kind's podman provider takes from the host. It mounts /lib/modules into every node, which
+# a machine whose kernel has no modules directory lacks; podman's default ulimits ask runc for more than a
+# machine without CAP_SYS_RESOURCE may have (podman caps nproc at 32768 for itself, then asks its
+# containers' default), so containers.conf sets them to what it can have.
+kind_host() {
+  [ -d /lib/modules ] || install -d -m 0755 /lib/modules
+  local conf=/etc/containers/containers.conf
+  if ! grep -qs '^default_ulimits' "$conf"; then
+    install -d /etc/containers
+    printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=32768:32768"]\n' "$(ulimit -Hn)" "$(ulimit -Hn)" >>"$conf"
+    log "set podman's default ulimits in $conf"
+  fi
+}
+
+# boot: one node of the image, as kind runs it (privileged, its own cgroup namespace, tmpfs /run and /tmp),
+# up to containerd answering.
+boot() {
+  local tag name=nodelet-kind-boot i
+  tag=$(image_tag)
+  podman rm -f "$name" >/dev/null 2>&1 || true
+  kind_host
+  podman run -d --name "$name" --privileged --cgroupns=private --tmpfs /run --tmpfs /tmp \
+    --security-opt seccomp=unconfined --security-opt apparmor=unconfined -v /lib/modules:/lib/modules:ro \
+    "$tag" >/dev/null
+  trap 'podman rm -f "$name" >/dev/null 2>&1 || true' RETURN
+  for i in $(seq 60); do
+    if podman exec "$name" ctr version >/dev/null 2>&1; then
+      log "node up: $(podman exec "$name" systemctl is-system-running 2>/dev/null || true), containerd $(podman exec "$name" ctr version 2>/dev/null | awk '/Version/ { v = $2 } END { print v }')"
+      return 0
+    fi
+    sleep 1
+  done
+  podman logs "$name" | tail -30 >&2
+  die "containerd did not come up in $tag within 60 s"
+}
+
+REGISTRY_PID=
+trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null || true' EXIT
+
+case "${1:-}" in
+  image) build_image ;;
+  boot) boot ;;
+  *) die "usage: hack/kind.sh image|boot" ;;
+esac

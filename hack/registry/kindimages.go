@@ -1,0 +1,140 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// The images a kubeadm cluster runs (`kubeadm config images list`), for kind node images: the control plane
+// binaries on the distroless tree, as upstream builds them; kube-proxy on a Debian tree with iptables and
+// conntrack (upstream: distroless-iptables); etcd and CoreDNS built from the module proxy.
+
+// kindSources are where the cluster images come from; an empty field leaves its images out.
+type kindSources struct {
+	// kubeBin holds kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy, served with
+	// kubeVersion as their tag.
+	kubeBin, kubeVersion string
+	// proxyBase is a tar of the Debian tree kube-proxy runs on.
+	proxyBase string
+	// etcd is the etcd server binary, served as etcd:<etcdTag>.
+	etcd, etcdTag string
+	// coredns is the CoreDNS binary, served as coredns/coredns:<corednsTag>.
+	coredns, corednsTag string
+}
+
+// addKindImages builds the cluster images kindSources names.
+func addKindImages(images map[string]*ociImage, src kindSources) error {
+	if src.kubeBin != "" {
+		if src.kubeVersion == "" {
+			return errors.New("--kube-version is required with --kube-bin")
+		}
+		for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			img, err := distrolessImage(filepath.Join(src.kubeBin, b), "usr/local/bin/"+b)
+			if err != nil {
+				return fmt.Errorf("%s: %w", b, err)
+			}
+			images[b] = img
+			served[b] = []string{b + ":" + src.kubeVersion}
+		}
+		if src.proxyBase != "" {
+			img, err := kubeProxyImage(filepath.Join(src.kubeBin, "kube-proxy"), src.proxyBase)
+			if err != nil {
+				return fmt.Errorf("kube-proxy: %w", err)
+			}
+			images["kube-proxy"] = img
+			served["kube-proxy"] = []string{"kube-proxy:" + src.kubeVersion}
+		}
+	}
+	if src.etcd != "" {
+		img, err := distrolessImage(src.etcd, "usr/local/bin/etcd")
+		if err != nil {
+			return fmt.Errorf("etcd: %w", err)
+		}
+		images["etcd"] = img
+		served["etcd"] = []string{"etcd:" + src.etcdTag}
+	}
+	if src.coredns != "" {
+		img, err := distrolessImage(src.coredns, "coredns")
+		if err != nil {
+			return fmt.Errorf("coredns: %w", err)
+		}
+		images["coredns"] = img
+		served["coredns"] = []string{"coredns/coredns:" + src.corednsTag}
+	}
+	return nil
+}
+
+// kubeProxyImage is /usr/local/bin/kube-proxy on the tree of the base tar.
+func kubeProxyImage(bin, base string) (*ociImage, error) {
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := tarTree(base)
+	if err != nil {
+		return nil, err
+	}
+	tree = remove(tree, "usr/local/bin/kube-proxy")
+	tree = append(tree, file("usr/local/bin/kube-proxy", 0o755, b))
+	cfg := v1.Config{Entrypoint: []string{"/usr/local/bin/kube-proxy"}, Env: []string{defaultPath}}
+	return imageLevel(tree, cfg, gzip.BestSpeed)
+}
+
+// tarTree reads a root filesystem tar (names relative to its root, "./" or not) into entries: directories,
+// files, symlinks and device nodes, with their modes.
+func tarTree(path string) ([]entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var out []entry
+	// Hard links become copies of their target: the layer's entries are written sorted by name, which can
+	// put a link before the file it names.
+	regular := map[string]entry{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/")
+		if name == "" || name == "." {
+			continue
+		}
+		e := entry{hdr: tar.Header{Typeflag: h.Typeflag, Name: name, Linkname: h.Linkname, Mode: h.Mode & int64(fs.ModePerm|0o7000),
+			Devmajor: h.Devmajor, Devminor: h.Devminor}}
+		switch h.Typeflag {
+		case tar.TypeReg:
+			if e.data, err = io.ReadAll(tr); err != nil {
+				return nil, err
+			}
+			e.hdr.Size = int64(len(e.data))
+			regular[name] = e
+		case tar.TypeLink:
+			target, ok := regular[strings.TrimPrefix(strings.TrimPrefix(h.Linkname, "./"), "/")]
+			if !ok {
+				return nil, fmt.Errorf("%s: hard link %s to %s, not seen before it", path, name, h.Linkname)
+			}
+			e = file(name, target.hdr.Mode, target.data)
+		case tar.TypeDir:
+			e.hdr.Name = strings.TrimSuffix(name, "/") + "/"
+		case tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		default:
+			continue
+		}
+		out = append(out, e)
+	}
+}
