@@ -51,6 +51,8 @@ type lifecycleBed struct {
 	logsDir string
 	// vols is the volume manager the reconciler is built with (nil: none).
 	vols Volumes
+	// static is the static pod store the reconciler is built with (nil: none).
+	static StaticPods
 }
 
 // useVolumes rebuilds the reconciler (an agent start) with the volume manager v.
@@ -98,7 +100,7 @@ func (b *lifecycleBed) start() {
 	root := b.t.TempDir()
 	b.logsDir = filepath.Join(root, "logs")
 	r, err := New(Deps{Runtime: b.cri, Recorder: b.rec, Clock: b.clk, Client: b.api, Secrets: APIObjects{Reader: b.api},
-		Node: bedNodeObject, PLEG: b.pleg, Volumes: b.vols},
+		Node: bedNodeObject, PLEG: b.pleg, Volumes: b.vols, Static: b.static},
 		Options{NodeName: bedNode, RootDir: root, HostIPs: []string{"192.0.2.10"},
 			Sandbox: podconfig.SandboxOptions{PodLogsDir: b.logsDir, ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}})
 	if err != nil {

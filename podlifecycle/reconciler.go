@@ -221,11 +221,14 @@ func (r *Reconciler) enqueue(key types.NamespacedName) {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := r.clock.Now()
 	defer func() { r.metrics.workerDuration.Observe(r.clock.Since(start).Seconds()) }()
+	// Whether every static pod source was read is taken before the store is: a source that finishes its
+	// first read during the lookup must not make a pod it just added look orphaned.
+	seen := r.staticSeen()
 	desired, err := r.desiredPod(ctx, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if desired == nil && !r.staticSeen() {
+	if desired == nil && !seen {
 		// Until every static pod source was read once, a pod missing from the store may just not have
 		// been read yet: never stop anything on that ground (an agent restart must not kill static pods).
 		return ctrl.Result{RequeueAfter: time.Second}, nil

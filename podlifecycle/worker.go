@@ -2,7 +2,6 @@ package podlifecycle
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/podsyncer"
@@ -218,6 +218,9 @@ func (r *Reconciler) syncingPod(uid types.UID) *corev1.Pod {
 	return nil
 }
 
+// statusRetry is how soon a pod whose status write failed is synced again.
+const statusRetry = time.Second
+
 // pass is what one step of a worker did: the syncer's result and, for a deleted pod whose final status is
 // to be written, the removal of its API object after that status.
 type pass struct {
@@ -239,7 +242,12 @@ func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.P
 		pod = p.pod
 	}
 	if err := r.writeStatus(ctx, w, pod, p.Status); err != nil {
-		return p.Requeue, errors.Join(p.Err, err)
+		// The status waits for the API server, the pod's sync does not (the kubelet's status manager is
+		// apart from its pod workers): no error, so no growing back-off, only a retry of the write soon.
+		// A static pod may be the API server itself, which cannot come back while its sync waits.
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to update the pod's status, will retry")
+		p.Requeue.RequeueAfter(statusRetry)
+		return p.Requeue, p.Err
 	}
 	if p.deleteAfter && p.Err == nil {
 		return p.Requeue, r.finishDeletion(ctx, w, pod)
