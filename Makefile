@@ -126,6 +126,28 @@ join: build testbins ## A node joins with a bootstrap token only (TLS bootstrap)
 IMAGE_ARCHS ?= $(shell go env GOARCH)
 IMAGE_TAG ?= nodelet:$(VERSION)
 
+.PHONY: kind-image
+kind-image: build ## kind node images without Docker (podman, mmdebstrap): the kubelet's and nodelet's, cluster images preloaded.
+	bash hack/install-deps.sh kind
+	NODE_AGENT=kubelet NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/kind.sh image
+	NODE_AGENT=nodelet NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/kind.sh image
+
+.PHONY: kind
+kind: ## A kind cluster (podman) of one control plane and WORKERS (2) workers, every node nodelet (NODE_AGENT=kubelet: the kubelet; CONTROL_PLANE_AGENT=, WORKER_AGENT= for a mixed one); make kind-image first.
+	bash hack/kind.sh up
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster `make kind` made.
+	bash hack/kind.sh down
+
+.PHONY: kind-smoke
+kind-smoke: build ## CI's kind run: nodelet's node image, a nodelet cluster up, a Deployment over both workers reached through a Service from a pod, cluster down.
+	bash hack/install-deps.sh kind
+	NODE_AGENT=nodelet NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/kind.sh image
+	bash hack/kind.sh down >/dev/null 2>&1 || true
+	bash hack/kind.sh up
+	bash hack/kind.sh smoke; rc=$$?; bash hack/kind.sh down; exit $$rc
+
 .PHONY: image
 image: ## Build the image without Docker (go-containerregistry) into bin/nodelet-image.tar (IMAGE_ARCHS=amd64,arm64: an OCI layout bin/nodelet-image-oci); prints its digest.
 	@set -e; bins=; for a in $$(echo $(IMAGE_ARCHS) | tr , ' '); do \

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the test bed's Kubernetes and etcd binaries from the Go module proxy into a cache folder keyed by
 # version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd; on request
-# the kubelet (`kubelet`), kubeadm and kube-proxy for kind node images (`kind`, and `coredns VERSION`), the
-# upstream conformance suite with its test image binaries (`e2e`), and the storage parts: CSI hostpath driver,
-# sidecars, snapshot controller and local-path provisioner (`csi`).
+# the kubelet (`kubelet`), kubeadm and kube-proxy for kind node images (`kind`, `coredns VERSION`,
+# `flannel VERSION`), the upstream conformance suite with its test image binaries (`e2e`), and the storage parts:
+# CSI hostpath driver, sidecars, snapshot controller and local-path provisioner (`csi`).
 # setup-envtest cannot download here, so the module proxy is the only source. Re-runs are no-ops.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -371,12 +371,37 @@ build_coredns() {
   rm -rf "$w"
 }
 
+# build_flannel VERSION: flanneld (github.com/flannel-io/flannel) into $BIN_CACHE/flannel-VERSION, the CNI network
+# of the kind clusters (kind's own, kindnetd, is on no module proxy). Its tencentvpc backend names an SDK
+# version the proxy refuses: the throwaway module replaces it with one it serves. cgo: the udp backend.
+FLANNEL_TENCENT_VPC=${FLANNEL_TENCENT_VPC:-v1.0.800}
+build_flannel() {
+  local v=$1 out="$BIN_CACHE/flannel-$1"
+  [ -x "$out/flanneld" ] && return 0
+  log "building flanneld $v into $out"
+  local w; w=$(mktemp -d)
+  (
+    cd "$w"
+    go mod init nodelet.local/flannelbin >/dev/null 2>&1
+    go mod edit -require "github.com/flannel-io/flannel@$v" \
+      -replace "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc=github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc@$FLANNEL_TENCENT_VPC"
+    printf '//go:build tools\npackage tools\nimport _ "github.com/flannel-io/flannel"\n' > tools.go
+    GOFLAGS=-mod=mod go mod tidy >/dev/null
+    mkdir -p "$out"
+    CGO_ENABLED=1 go build -tags tools -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$v" \
+      -o "$out/flanneld.tmp" github.com/flannel-io/flannel
+    mv "$out/flanneld.tmp" "$out/flanneld"
+  )
+  rm -rf "$w"
+}
+
 case "${1:-all}" in
   kube) build_kube ;;
   etcd) build_etcd ;;
   kubelet) build_kube kubelet ;;
   kind) build_kube kubelet kubeadm kube-proxy ;;
   coredns) build_coredns "${2:?usage: build-testbins.sh coredns VERSION}" ;;
+  flannel) build_flannel "${2:?usage: build-testbins.sh flannel VERSION}" ;;
   e2e) build_e2e ;;
   containerd2) build_containerd2 ;;
   busybox) build_busybox ;;
@@ -384,7 +409,7 @@ case "${1:-all}" in
   deviceplugin) build_device_plugin ;;
   dradriver) build_dra_driver ;;
   all) build_etcd; build_kube; build_busybox; build_device_plugin; build_dra_driver ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|kind|coredns VERSION|e2e|containerd2|busybox|csi|deviceplugin|dradriver]" ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|kind|coredns VERSION|flannel VERSION|e2e|containerd2|busybox|csi|deviceplugin|dradriver]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

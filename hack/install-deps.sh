@@ -3,7 +3,9 @@
 # openssl, iproute2, iptables (for the portmap plugin), curl, util-linux, mount, procps, socat (copied into the CSI
 # hostpath image), jq (hack/storage.sh), systemd (for the systemd cgroup driver's bed, run by hack/systemd.sh where
 # PID 1 is not systemd) and dbus (its system bus and logind, for graceful node shutdown). Idempotent and quiet: apt-get update runs once per call, and only when something is
-# missing. Needs root. Go is not installed here.
+# missing. Needs root. Go is not installed here. `install-deps.sh kind` installs what hack/kind.sh needs instead:
+# podman with netavark and aardvark-dns (kind's podman provider; node names resolve on its network) and
+# mmdebstrap (the node image's Debian tree).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,6 +13,9 @@ source "$here/lib.sh"
 
 BED_PACKAGES=(containerd runc containernetworking-plugins busybox-static openssl iproute2 iptables curl util-linux mount
   procps netcat-openbsd libseccomp-dev pkg-config systemd dbus socat jq)
+
+KIND_PACKAGES=(podman netavark aardvark-dns mmdebstrap)
+[ "${1:-}" = kind ] && BED_PACKAGES=("${KIND_PACKAGES[@]}")
 
 installed() {
   [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]

@@ -2,14 +2,22 @@
 # kind clusters without Docker: node images built here and run by podman (kind's podman provider).
 #
 #   hack/kind.sh image   the node images, kind's layout (sigs.k8s.io/kind images/base, then its node image
-#                        steps) on a Debian rootfs made by mmdebstrap from Debian's packages:
+#                        steps) on a Debian rootfs made by mmdebstrap from Debian's packages, with the cluster's
+#                        images preloaded (kubeadm's, kind's storage, the flannel pod network):
 #                          $KIND_IMAGE:$KUBE_VERSION          the kubelet $KUBE_VERSION (NODE_AGENT=kubelet)
 #                          $KIND_IMAGE:$KUBE_VERSION-nodelet  the same with nodelet as /usr/bin/kubelet:
 #                                                             kubeadm's unit, drop-ins, flags and files unchanged
-#   hack/kind.sh boot    starts one node container of the image (NODE_AGENT) and checks that systemd brings
-#                        containerd up in it, then removes it
+#   hack/kind.sh up      kind create cluster (KIND_CLUSTER, one control plane and WORKERS workers) from the
+#                        images, the pod network, then waits for every node to be Ready; the context is left
+#                        where kind leaves it ($KUBECONFIG, else ~/.kube/config)
+#   hack/kind.sh down    kind delete cluster
+#   hack/kind.sh smoke   a Deployment over the workers behind a Service, reached from a pod on the control
+#                        plane by the Service's DNS name (kube-proxy, cluster DNS, pod traffic between nodes)
+#   hack/kind.sh boot    starts one node container of the image and checks that systemd brings containerd up
 #
-# Settings: NODE_AGENT (nodelet|kubelet), KIND_IMAGE, NODELET_BIN, DEBIAN_SUITE, DEBIAN_MIRROR.
+# Settings: NODE_AGENT (nodelet|kubelet; CONTROL_PLANE_AGENT and WORKER_AGENT for a mixed cluster), WORKERS
+# (default 2), KIND_CLUSTER (default nodelet), AGENT_VERBOSITY (the node agents' -v), KIND_RETAIN (keep the nodes
+# of a failed create), KIND_IMAGE, NODELET_BIN, DEBIAN_SUITE, DEBIAN_MIRROR.
 # Needs root, podman and mmdebstrap (hack/install-deps.sh kind installs them).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -17,6 +25,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
 NODE_AGENT=${NODE_AGENT:-nodelet}
+CONTROL_PLANE_AGENT=${CONTROL_PLANE_AGENT:-$NODE_AGENT}
+WORKER_AGENT=${WORKER_AGENT:-$NODE_AGENT}
+WORKERS=${WORKERS:-2}
+KIND_CLUSTER=${KIND_CLUSTER:-nodelet}
+FLANNEL_VERSION=${FLANNEL_VERSION:-v0.28.10}
+FLANNEL_IMAGE=docker.io/flannel/flannel:$FLANNEL_VERSION
+BUSYBOX_IMAGE=docker.io/library/busybox:1.37
 KIND_IMAGE=${KIND_IMAGE:-localhost/nodelet/kind-node}
 NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
@@ -26,12 +41,12 @@ KIND_CACHE=$BIN_CACHE/kind-$KIND_VERSION
 # fuse-overlayfs (rootless) left out.
 NODE_PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps
 
-# image_tag: the tag of NODE_AGENT's image.
+# image_tag [AGENT]: the tag of the node image of AGENT (default NODE_AGENT).
 image_tag() {
-  case $NODE_AGENT in
+  case ${1:-$NODE_AGENT} in
     kubelet) echo "$KIND_IMAGE:$KUBE_VERSION" ;;
     nodelet) echo "$KIND_IMAGE:$KUBE_VERSION-nodelet" ;;
-    *) die "NODE_AGENT=$NODE_AGENT: want nodelet or kubelet" ;;
+    *) die "node agent ${1:-$NODE_AGENT}: want nodelet or kubelet" ;;
   esac
 }
 
@@ -111,11 +126,13 @@ kube_files() {
 }
 
 # cluster_images: the images the node image carries: kubeadm's for KUBE_VERSION, the sandbox image of kind's
-# containerd config, and kind's default storage.
+# containerd config, kind's default storage, and the pod network's.
 cluster_images() {
   "$KUBE_BIN_DIR/kubeadm" config images list --kubernetes-version "$KUBE_VERSION" 2>/dev/null
   echo "registry.k8s.io/pause:3.10"
   kind_storage_manifest | sed -n 's/^ *image: *//p' | sort -u
+  echo "$FLANNEL_IMAGE"
+  echo "$BUSYBOX_IMAGE"
 }
 
 # image_version IMAGES NAME: the tag of registry.k8s.io/NAME in IMAGES.
@@ -135,13 +152,16 @@ serve_images() {
   local csi; csi=$(csi_bin_dir)
   [ -x "$csi/local-path-provisioner" ] || bash "$here/build-testbins.sh" csi >&2
   [ -x "$BUSYBOX_BIN_DIR/busybox" ] || bash "$here/build-testbins.sh" busybox >&2
+  local flannel_bin=$BIN_CACHE/flannel-$FLANNEL_VERSION/flanneld
+  [ -x "$flannel_bin" ] || bash "$here/build-testbins.sh" flannel "$FLANNEL_VERSION" >&2
   mkdir -p "$tools"
   for t in pause registry; do
     (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tools/$t" "./hack/$t") || die "go build ./hack/$t failed"
   done
   "$tools/registry" --quiet --addr "$KIND_REGISTRY_ADDR" --busybox "$BUSYBOX_BIN_DIR/busybox" --pause "$tools/pause" \
     --csi-bin "$csi" --kube-bin "$KUBE_BIN_DIR" --kube-version "$KUBE_VERSION" --kube-proxy-base "$(rootfs)" \
-    --etcd "$etcd_bin" --etcd-tag "$etcd" --coredns "$coredns_bin" --coredns-tag "$coredns" >"$KIND_CACHE/registry.log" 2>&1 &
+    --etcd "$etcd_bin" --etcd-tag "$etcd" --coredns "$coredns_bin" --coredns-tag "$coredns" \
+    --flannel "$flannel_bin" --flannel-tag "$FLANNEL_VERSION" >"$KIND_CACHE/registry.log" 2>&1 &
   REGISTRY_PID=$!
   for i in $(seq 120); do
     curl -m 2 -fs -o /dev/null "http://$KIND_REGISTRY_ADDR/v2/" && return 0
@@ -165,9 +185,9 @@ preload() {
   done
   for img in $(cluster_images); do
     log "preloading $img"
-    podman exec "$name" ctr -n k8s.io content fetch --hosts-dir /tmp/hosts --platform linux/amd64 "$img" >/dev/null ||
+    podman exec "$name" ctr -n k8s.io content fetch --hosts-dir /tmp/hosts --platform linux/amd64 "$img" >/dev/null 2>&1 ||
       die "fetching $img from $KIND_REGISTRY_ADDR failed"
-    podman exec "$name" ctr -n k8s.io images label "$img" io.cri-containerd.pinned=pinned >/dev/null
+    podman exec "$name" ctr -n k8s.io images label "$img" io.cri-containerd.pinned=pinned >/dev/null 2>&1
   done
   podman exec "$name" pkill containerd
   for i in $(seq 30); do podman exec "$name" pgrep containerd >/dev/null 2>&1 || break; sleep 1; done
@@ -192,6 +212,7 @@ build_image() {
     --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' \
     --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' - "$tag" >/dev/null 2>&1
   preload "$tag"
+  podman image prune -f >/dev/null 2>&1 || true # the tag's previous image
   log "built $tag"
 }
 
@@ -231,11 +252,117 @@ boot() {
   die "containerd did not come up in $tag within 60 s"
 }
 
+# kind_bin: kind from the module proxy.
+kind_bin() {
+  local out=$BIN_CACHE/kind-$KIND_VERSION/kind
+  if [ ! -x "$out" ]; then
+    log "building kind $KIND_VERSION into $out"
+    GOBIN=$(dirname "$out") go install "sigs.k8s.io/kind@$KIND_VERSION" >&2 || die "go install sigs.k8s.io/kind@$KIND_VERSION failed"
+  fi
+  echo "$out"
+}
+
+# has_sys_resource: whether this machine's bounding set has CAP_SYS_RESOURCE (bit 24).
+has_sys_resource() {
+  local bnd
+  bnd=$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)
+  (( (16#$bnd >> 24) & 1 ))
+}
+
+# cluster_config: kind's config of the cluster: one control plane and WORKERS workers, each with its agent's
+# image; no default CNI (the pod network is hack/kind/flannel.yaml); and what this machine needs: on cgroup
+# v1, the kubelet's failCgroupV1 off; without CAP_SYS_RESOURCE, containerd keeps pods' oom_score_adj at or
+# above its own (restrict_oom_score_adj, as kind does for rootless nodes), since it cannot lower it.
+cluster_config() {
+  local i
+  printf 'kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\nnodes:\n'
+  printf -- '- role: control-plane\n  image: %s\n' "$(image_tag "$CONTROL_PLANE_AGENT")"
+  for i in $(seq "$WORKERS"); do
+    printf -- '- role: worker\n  image: %s\n' "$(image_tag "$WORKER_AGENT")"
+  done
+  if ! has_sys_resource; then
+    printf 'containerdConfigPatches:\n- |-\n  [plugins."io.containerd.grpc.v1.cri"]\n    restrict_oom_score_adj = true\n'
+  fi
+  local patches=()
+  if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+    patches+=('  kind: KubeletConfiguration\n  failCgroupV1: false\n')
+  fi
+  if [ -n "${AGENT_VERBOSITY:-}" ]; then
+    for i in InitConfiguration JoinConfiguration; do
+      patches+=("  kind: $i\n  nodeRegistration:\n    kubeletExtraArgs:\n    - name: v\n      value: \"$AGENT_VERBOSITY\"\n")
+    done
+  fi
+  [ ${#patches[@]} -gt 0 ] || return 0
+  printf 'kubeadmConfigPatches:\n'
+  for i in "${patches[@]}"; do printf -- "- |\n$i"; done
+}
+
+# kind_kubectl: kubectl on the cluster's context, wherever kind left it.
+kind_kubectl() { "$KUBE_BIN_DIR/kubectl" --context "kind-$KIND_CLUSTER" "$@"; }
+
+# elapsed FROM TO: seconds between two `date +%s.%N` readings, one decimal.
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+up() {
+  local kind config start created ready subnet t
+  kind=$(kind_bin)
+  kind_host
+  for t in "$(image_tag "$CONTROL_PLANE_AGENT")" "$(image_tag "$WORKER_AGENT")"; do
+    podman image exists "$t" || die "no node image $t (hack/kind.sh image)"
+  done
+  config=$(mktemp)
+  trap 'rm -f "$config"' RETURN
+  cluster_config >"$config"
+  log "creating kind cluster $KIND_CLUSTER: control plane $CONTROL_PLANE_AGENT, $WORKERS workers $WORKER_AGENT"
+  start=$(date +%s.%N)
+  KIND_EXPERIMENTAL_PROVIDER=podman "$kind" create cluster --name "$KIND_CLUSTER" --config "$config" ${KIND_RETAIN:+--retain} >&2
+  created=$(date +%s.%N)
+  subnet=$(kind_kubectl get cm -n kube-system kubeadm-config -o jsonpath='{.data.ClusterConfiguration}' | sed -n 's/^ *podSubnet: *//p')
+  [ -n "$subnet" ] || die "no podSubnet in kubeadm's ClusterConfiguration"
+  sed -e "s|POD_SUBNET|$subnet|" -e "s|FLANNEL_IMAGE|$FLANNEL_IMAGE|" -e "s|BUSYBOX_IMAGE|$BUSYBOX_IMAGE|" \
+    "$here/kind/flannel.yaml" | kind_kubectl apply -f - >/dev/null
+  kind_kubectl wait --for=condition=Ready nodes --all --timeout=300s >/dev/null || die "nodes not Ready within 300 s"
+  ready=$(date +%s.%N)
+  log "cluster $KIND_CLUSTER: kind create $(elapsed "$start" "$created") s; all $((WORKERS + 1)) nodes Ready $(elapsed "$start" "$ready") s after it began"
+}
+
+down() {
+  KIND_EXPERIMENTAL_PROVIDER=podman "$(kind_bin)" delete cluster --name "$KIND_CLUSTER" >&2
+}
+
+# smoke: the Deployment of hack/kind/smoke.yaml over every worker, then a client pod on the control plane that
+# reaches the Service by its DNS name until every replica has answered (kube-proxy, cluster DNS and pod
+# traffic between nodes); everything removed after.
+smoke() {
+  local replicas answers
+  replicas=$(kind_kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o name | grep -c .)
+  [ "$replicas" -gt 0 ] || die "no worker nodes"
+  sed -e "s|BUSYBOX_IMAGE|$BUSYBOX_IMAGE|" -e "s|REPLICAS|$replicas|" "$here/kind/smoke.yaml" | kind_kubectl apply -f - >/dev/null
+  trap 'kind_kubectl delete -f "$here/kind/smoke.yaml" --ignore-not-found --wait=false >/dev/null 2>&1; kind_kubectl delete pod smoke-client --ignore-not-found --wait=false >/dev/null 2>&1' RETURN
+  kind_kubectl rollout status deployment/smoke-web --timeout=120s >/dev/null || die "smoke-web did not roll out"
+  log "smoke-web: $(kind_kubectl get pods -l app=smoke-web -o jsonpath='{range .items[*]}{.metadata.name} on {.spec.nodeName}, {end}')"
+  # The client asks until it has heard from every replica, or gives up after 60 tries.
+  kind_kubectl run smoke-client --image="$BUSYBOX_IMAGE" --restart=Never \
+    --overrides='{"spec":{"tolerations":[{"operator":"Exists"}],"nodeSelector":{"node-role.kubernetes.io/control-plane":""}}}' \
+    --command -- sh -c "seen=''; for i in \$(seq 60); do a=\$(wget -qO- -T 2 http://smoke-web.default.svc.cluster.local/) || { sleep 1; continue; }; case \"\$seen\" in *\"\$a\"*) ;; *) seen=\"\$seen\$a
+\"; echo \"\$a\";; esac; [ \$(printf %s \"\$seen\" | grep -c .) -ge $replicas ] && exit 0; done; exit 1" >/dev/null
+  if ! kind_kubectl wait --for=jsonpath='{.status.phase}'=Succeeded pod/smoke-client --timeout=120s >/dev/null; then
+    kind_kubectl logs smoke-client >&2 || true
+    die "the client did not reach every smoke-web replica through the Service"
+  fi
+  answers=$(kind_kubectl logs smoke-client)
+  log "smoke passed: the client on the control plane reached all $replicas replicas through smoke-web.default.svc.cluster.local:"
+  printf '%s\n' "$answers" | sed 's/^/    /' >&2
+}
+
 REGISTRY_PID=
 trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null || true' EXIT
 
 case "${1:-}" in
   image) build_image ;;
+  up) up ;;
+  down) down ;;
+  smoke) smoke ;;
   boot) boot ;;
-  *) die "usage: hack/kind.sh image|boot" ;;
+  *) die "usage: hack/kind.sh image|up|down|smoke|boot" ;;
 esac

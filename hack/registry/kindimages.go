@@ -29,6 +29,8 @@ type kindSources struct {
 	etcd, etcdTag string
 	// coredns is the CoreDNS binary, served as coredns/coredns:<corednsTag>.
 	coredns, corednsTag string
+	// flannel is flanneld, served as flannel/flannel:<flannelTag> on the proxyBase tree (it runs iptables).
+	flannel, flannelTag string
 }
 
 // addKindImages builds the cluster images kindSources names.
@@ -46,13 +48,24 @@ func addKindImages(images map[string]*ociImage, src kindSources) error {
 			served[b] = []string{b + ":" + src.kubeVersion}
 		}
 		if src.proxyBase != "" {
-			img, err := kubeProxyImage(filepath.Join(src.kubeBin, "kube-proxy"), src.proxyBase)
+			img, err := debianToolImage(filepath.Join(src.kubeBin, "kube-proxy"), "usr/local/bin/kube-proxy", src.proxyBase)
 			if err != nil {
 				return fmt.Errorf("kube-proxy: %w", err)
 			}
 			images["kube-proxy"] = img
 			served["kube-proxy"] = []string{"kube-proxy:" + src.kubeVersion}
 		}
+	}
+	if src.flannel != "" {
+		if src.proxyBase == "" {
+			return errors.New("--flannel needs --kube-proxy-base, the tree it runs on")
+		}
+		img, err := debianToolImage(src.flannel, "opt/bin/flanneld", src.proxyBase)
+		if err != nil {
+			return fmt.Errorf("flannel: %w", err)
+		}
+		images["flannel"] = img
+		served["flannel"] = []string{"flannel/flannel:" + src.flannelTag}
 	}
 	if src.etcd != "" {
 		img, err := distrolessImage(src.etcd, "usr/local/bin/etcd")
@@ -73,8 +86,9 @@ func addKindImages(images map[string]*ociImage, src kindSources) error {
 	return nil
 }
 
-// kubeProxyImage is /usr/local/bin/kube-proxy on the tree of the base tar.
-func kubeProxyImage(bin, base string) (*ociImage, error) {
+// debianToolImage is the binary at "at" on the tree of the base tar (a Debian tree with iptables and
+// conntrack), run as the entrypoint.
+func debianToolImage(bin, at, base string) (*ociImage, error) {
 	b, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
@@ -83,9 +97,10 @@ func kubeProxyImage(bin, base string) (*ociImage, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree = remove(tree, "usr/local/bin/kube-proxy")
-	tree = append(tree, file("usr/local/bin/kube-proxy", 0o755, b))
-	cfg := v1.Config{Entrypoint: []string{"/usr/local/bin/kube-proxy"}, Env: []string{defaultPath}}
+	tree = remove(tree, at)
+	tree = append(tree, parents(at)...)
+	tree = append(tree, file(at, 0o755, b))
+	cfg := v1.Config{Entrypoint: []string{"/" + at}, Env: []string{defaultPath}}
 	return imageLevel(tree, cfg, gzip.BestSpeed)
 }
 

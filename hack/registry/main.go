@@ -66,6 +66,8 @@ func main() {
 	flag.StringVar(&src.kind.etcdTag, "etcd-tag", "", "the tag of the etcd image")
 	flag.StringVar(&src.kind.coredns, "coredns", "", "the CoreDNS binary: also serve its image")
 	flag.StringVar(&src.kind.corednsTag, "coredns-tag", "", "the tag of the CoreDNS image")
+	flag.StringVar(&src.kind.flannel, "flannel", "", "flanneld: also serve its image (on the --kube-proxy-base tree)")
+	flag.StringVar(&src.kind.flannelTag, "flannel-tag", "", "the tag of the flannel image")
 	quiet := flag.Bool("quiet", false, "do not log every request")
 	flag.Parse()
 	if err := run(*addr, src, *quiet); err != nil {
