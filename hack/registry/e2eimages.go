@@ -44,6 +44,8 @@ func addE2EImages(images map[string]*ociImage, root []entry, src sources) error 
 	if err != nil {
 		return fmt.Errorf("agnhost: %w", err)
 	}
+	// The private registry specs pull pause:testing from agnhost's fake-registry-server.
+	agnTree = append(agnTree, fakeRegistryTree("pause", "testing", images["pause"])...)
 	agn, err := image(agnTree, agnhostConfig("pause"))
 	if err != nil {
 		return fmt.Errorf("agnhost: %w", err)
@@ -119,6 +121,27 @@ func glibcDNSImage(root []entry) (*ociImage, error) {
 	}
 	files = append(files, file("etc/nsswitch.conf", 0o644, []byte("hosts: files dns\nnetworks: files\n")))
 	return image(merge(root, files), v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}})
+}
+
+// fakeRegistryTree is what agnhost's fake-registry-server serves from /var/registry (upstream's image
+// prepares it with fakeregistryserver/prepare_registry.sh, which copies registry.k8s.io's pause as
+// pause:testing): the image's manifest and blobs under their digests, and the tag's file naming the manifest.
+func fakeRegistryTree(name, tag string, img *ociImage) []entry {
+	if img == nil {
+		return nil
+	}
+	base := "var/registry/" + name
+	var files []entry
+	add := func(dir string, data []byte) {
+		d := sha(data)
+		p := path.Join(base, dir, d.Algorithm, d.Hex[:2], d.Hex, "data")
+		files = append(files, parents(p)...)
+		files = append(files, file(p, 0o644, data))
+	}
+	add("manifests", img.manifest)
+	add("blobs", img.config)
+	add("blobs", img.layer)
+	return append(files, file(path.Join(base, "manifests", tag), 0o644, []byte(img.digest.String()+"\n")))
 }
 
 // agnhostConfig runs /agnhost with the subcommand cmd unless the pod says otherwise.
