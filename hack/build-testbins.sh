@@ -338,18 +338,28 @@ build_etcd() {
   local out="$ETCD_BIN_DIR"
   [ -x "$out/etcd" ] && return 0
   log "building etcd ${ETCD_VERSION} into $out"
-  local w; w=$(mktemp -d)
+  build_tool "$out/etcd" "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" go.etcd.io/etcd/server/v3 0 "-s -w"
+}
+
+# build_tool OUT MODULE@VERSION PACKAGE CGO LDFLAGS [REPLACE...]: the main package PACKAGE of MODULE@VERSION, built
+# into OUT through a throwaway module that requires it (and replaces what each REPLACE, old=new@version, names).
+build_tool() {
+  local out=$1 modver=$2 pkg=$3 cgo=$4 ld=$5
+  shift 5
+  local w rc=0
+  w=$(mktemp -d)
   (
     cd "$w"
-    go mod init nodelet.local/etcdbin >/dev/null 2>&1
-    go mod edit -require "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
-    printf '//go:build tools\npackage tools\nimport _ "go.etcd.io/etcd/server/v3"\n' > tools.go
-    go mod tidy >/dev/null
-    mkdir -p "$out"
-    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
-    mv "$out/etcd.tmp" "$out/etcd"
-  )
+    go mod init nodelet.local/tool >/dev/null 2>&1
+    go mod edit -require "$modver" "${@/#/-replace=}"
+    printf '//go:build tools\npackage tools\nimport _ "%s"\n' "$pkg" > tools.go
+    GOFLAGS=-mod=mod go mod tidy >/dev/null
+    mkdir -p "$(dirname "$out")"
+    CGO_ENABLED=$cgo go build -tags tools -trimpath -ldflags "$ld" -o "$out.tmp" "$pkg"
+    mv "$out.tmp" "$out"
+  ) || rc=$?
   rm -rf "$w"
+  return "$rc"
 }
 
 # build_coredns VERSION: CoreDNS (github.com/coredns/coredns, its default plugins) into $BIN_CACHE/coredns-VERSION.
@@ -357,18 +367,7 @@ build_coredns() {
   local v=$1 out="$BIN_CACHE/coredns-$1"
   [ -x "$out/coredns" ] && return 0
   log "building CoreDNS $v into $out"
-  local w; w=$(mktemp -d)
-  (
-    cd "$w"
-    go mod init nodelet.local/corednsbin >/dev/null 2>&1
-    go mod edit -require "github.com/coredns/coredns@$v"
-    printf '//go:build tools\npackage tools\nimport _ "github.com/coredns/coredns"\n' > tools.go
-    GOFLAGS=-mod=mod go mod tidy >/dev/null
-    mkdir -p "$out"
-    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out/coredns.tmp" github.com/coredns/coredns
-    mv "$out/coredns.tmp" "$out/coredns"
-  )
-  rm -rf "$w"
+  build_tool "$out/coredns" "github.com/coredns/coredns@$v" github.com/coredns/coredns 0 "-s -w"
 }
 
 # build_flannel VERSION: flanneld (github.com/flannel-io/flannel) into $BIN_CACHE/flannel-VERSION, the CNI network
@@ -379,20 +378,9 @@ build_flannel() {
   local v=$1 out="$BIN_CACHE/flannel-$1"
   [ -x "$out/flanneld" ] && return 0
   log "building flanneld $v into $out"
-  local w; w=$(mktemp -d)
-  (
-    cd "$w"
-    go mod init nodelet.local/flannelbin >/dev/null 2>&1
-    go mod edit -require "github.com/flannel-io/flannel@$v" \
-      -replace "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc=github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc@$FLANNEL_TENCENT_VPC"
-    printf '//go:build tools\npackage tools\nimport _ "github.com/flannel-io/flannel"\n' > tools.go
-    GOFLAGS=-mod=mod go mod tidy >/dev/null
-    mkdir -p "$out"
-    CGO_ENABLED=1 go build -tags tools -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$v" \
-      -o "$out/flanneld.tmp" github.com/flannel-io/flannel
-    mv "$out/flanneld.tmp" "$out/flanneld"
-  )
-  rm -rf "$w"
+  build_tool "$out/flanneld" "github.com/flannel-io/flannel@$v" github.com/flannel-io/flannel 1 \
+    "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$v" \
+    "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc=github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc@$FLANNEL_TENCENT_VPC"
 }
 
 case "${1:-all}" in

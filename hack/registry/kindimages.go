@@ -33,55 +33,61 @@ type kindSources struct {
 	flannel, flannelTag string
 }
 
-// addKindImages builds the cluster images kindSources names.
-func addKindImages(images map[string]*ociImage, src kindSources) error {
+// clusterImage is one cluster image: its binary, where it goes in the image, whether it goes on the Debian
+// tree (else the distroless one), and the name it is served under.
+type clusterImage struct {
+	key, bin, at, ref string
+	debian            bool
+}
+
+// clusterImages are the images kindSources names.
+func (src kindSources) clusterImages() ([]clusterImage, error) {
+	var out []clusterImage
 	if src.kubeBin != "" {
 		if src.kubeVersion == "" {
-			return errors.New("--kube-version is required with --kube-bin")
+			return nil, errors.New("--kube-version is required with --kube-bin")
 		}
 		for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-			img, err := distrolessImage(filepath.Join(src.kubeBin, b), "usr/local/bin/"+b)
-			if err != nil {
-				return fmt.Errorf("%s: %w", b, err)
-			}
-			images[b] = img
-			served[b] = []string{b + ":" + src.kubeVersion}
+			out = append(out, clusterImage{key: b, bin: filepath.Join(src.kubeBin, b), at: "usr/local/bin/" + b, ref: b + ":" + src.kubeVersion})
 		}
 		if src.proxyBase != "" {
-			img, err := debianToolImage(filepath.Join(src.kubeBin, "kube-proxy"), "usr/local/bin/kube-proxy", src.proxyBase)
-			if err != nil {
-				return fmt.Errorf("kube-proxy: %w", err)
-			}
-			images["kube-proxy"] = img
-			served["kube-proxy"] = []string{"kube-proxy:" + src.kubeVersion}
+			out = append(out, clusterImage{key: "kube-proxy", bin: filepath.Join(src.kubeBin, "kube-proxy"),
+				at: "usr/local/bin/kube-proxy", ref: "kube-proxy:" + src.kubeVersion, debian: true})
 		}
 	}
 	if src.flannel != "" {
 		if src.proxyBase == "" {
-			return errors.New("--flannel needs --kube-proxy-base, the tree it runs on")
+			return nil, errors.New("--flannel needs --kube-proxy-base, the tree it runs on")
 		}
-		img, err := debianToolImage(src.flannel, "opt/bin/flanneld", src.proxyBase)
-		if err != nil {
-			return fmt.Errorf("flannel: %w", err)
-		}
-		images["flannel"] = img
-		served["flannel"] = []string{"flannel/flannel:" + src.flannelTag}
+		out = append(out, clusterImage{key: "flannel", bin: src.flannel, at: "opt/bin/flanneld", ref: "flannel/flannel:" + src.flannelTag, debian: true})
 	}
 	if src.etcd != "" {
-		img, err := distrolessImage(src.etcd, "usr/local/bin/etcd")
-		if err != nil {
-			return fmt.Errorf("etcd: %w", err)
-		}
-		images["etcd"] = img
-		served["etcd"] = []string{"etcd:" + src.etcdTag}
+		out = append(out, clusterImage{key: "etcd", bin: src.etcd, at: "usr/local/bin/etcd", ref: "etcd:" + src.etcdTag})
 	}
 	if src.coredns != "" {
-		img, err := distrolessImage(src.coredns, "coredns")
-		if err != nil {
-			return fmt.Errorf("coredns: %w", err)
+		out = append(out, clusterImage{key: "coredns", bin: src.coredns, at: "coredns", ref: "coredns/coredns:" + src.corednsTag})
+	}
+	return out, nil
+}
+
+// addKindImages builds the cluster images kindSources names.
+func addKindImages(images map[string]*ociImage, src kindSources) error {
+	list, err := src.clusterImages()
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		var img *ociImage
+		if c.debian {
+			img, err = debianToolImage(c.bin, c.at, src.proxyBase)
+		} else {
+			img, err = distrolessImage(c.bin, c.at)
 		}
-		images["coredns"] = img
-		served["coredns"] = []string{"coredns/coredns:" + src.corednsTag}
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.key, err)
+		}
+		images[c.key] = img
+		served[c.key] = []string{c.ref}
 	}
 	return nil
 }
