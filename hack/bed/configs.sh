@@ -54,6 +54,12 @@ disabled_plugins = [
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
+    # The handler the upstream e2e RuntimeClass specs name (e2e's PreconfiguredRuntimeClassHandler), runc again,
+    # as kind's containerd config has it.
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler.options]
+        SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
     conf_dir = "$CNI_CONF_DIR"
@@ -104,6 +110,12 @@ disabled_plugins = [
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
+        BinaryName = "$CONTAINERD2_BIN_DIR/runc"
+    # The upstream e2e RuntimeClass specs' handler, runc again (as kind's containerd config has it).
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.test-handler]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.test-handler.options]
         SystemdCgroup = $([ "$CGROUP_DRIVER" = systemd ] && echo true || echo false)
         BinaryName = "$CONTAINERD2_BIN_DIR/runc"
   [plugins."io.containerd.cri.v1.runtime".cni]
