@@ -156,7 +156,7 @@ func TestNodeInfoReportsUserNamespaceAndSwap(t *testing.T) {
 // The node's containerRuntimeVersion is the kubelet's: the runtime's version parsed and printed back.
 func TestRuntimeVersionIsTheKubelets(t *testing.T) {
 	for in, want := range map[string]string{
-		"v2.4.2": "2.4.2", "1.6.20": "1.6.20", "v1.7.0-rc.1": "1.7.0-rc.1", "1.2": "1.2", "nonsense": "Unknown",
+		"v2.4.2": "2.4.2", "1.6.20": "1.6.20", "1.6.20~ds1": "1.6.20", "v1.7.0-rc.1": "1.7.0-rc.1", "1.2": "1.2", "nonsense": "Unknown",
 	} {
 		if got := runtimeVersion(in); got != want {
 			t.Errorf("runtimeVersion(%q) = %q, want %q", in, got, want)

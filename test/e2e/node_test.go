@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -33,8 +33,14 @@ var _ = Describe("Node", Ordered, func() {
 		v, err := cri.Version(context.Background())
 		Expect(err).NotTo(HaveOccurred())
 		node := getNode(Default)
-		// The kubelet's form: the runtime's version without its "v" ("containerd://2.4.2").
-		Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(Equal(v.RuntimeName + "://" + strings.TrimPrefix(v.RuntimeVersion, "v")))
+		// The kubelet's form: the runtime's version parsed (semantic, else generic) and printed back:
+		// "v2.4.2" is 2.4.2, Debian's "1.6.20~ds1" is 1.6.20.
+		parsed, err := utilversion.ParseSemantic(v.RuntimeVersion)
+		if err != nil {
+			parsed, err = utilversion.ParseGeneric(v.RuntimeVersion)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(Equal(v.RuntimeName + "://" + parsed.String()))
 		Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(HavePrefix("containerd://"))
 		Expect(node.Status.NodeInfo.KubeletVersion).To(HavePrefix("v1.37"))
 		Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelHostname, nodeName))
