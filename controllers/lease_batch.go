@@ -27,13 +27,14 @@ type LeaseBatch struct {
 // renewal happens at once, as LeaseController.Start's.
 func (b *LeaseBatch) Join(ctx context.Context, c *LeaseController) (leave func()) {
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithName("lease").WithValues("node", c.NodeName))
+	// The first renewal before c is a member: a batch renewal running meanwhile must not sync c at the same time.
+	c.sync(ctx, b.interval())
 	b.mu.Lock()
 	if b.members == nil {
 		b.members = map[*LeaseController]context.Context{}
 	}
 	b.members[c] = ctx
 	b.mu.Unlock()
-	c.sync(ctx, b.interval())
 	return func() {
 		b.mu.Lock()
 		delete(b.members, c)
