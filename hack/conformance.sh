@@ -16,9 +16,10 @@
 #            whose mount namespace the specs' hostPID pods enter with nsenter) and whose agent root is
 #            /var/lib/kubelet (the upstream CSI manifests hard-code it); the root starts empty.
 # Both skip [Serial], [Disruptive], [Flaky] and [Slow], and storage also Feature: specs and STORAGE_UNBUILDABLE.
-# SERIAL=1 runs the suite's [Serial] specs instead, one at a time.
+# SERIAL=1 runs the suite's [Serial] specs instead, one at a time. SYSTEMD_BED=1 runs any suite on the systemd bed
+# (the specs that enter the node's mount namespace with nsenter need it; on the plain bed PID 1 is the machine's).
 #
-# Settings: SUITE, SERIAL, CSI, FOCUS, SKIP (ginkgo regular expressions; they replace the suite's), PROCS
+# Settings: SUITE, SERIAL, SYSTEMD_BED, CSI, FOCUS, SKIP (ginkgo regular expressions; they replace the suite's), PROCS
 # (parallel ginkgo processes, default 4, 1 with SERIAL=1), AGENT (nodelet|kubelet), CONTAINERD (1|2), SPEC_TIMEOUT
 # (ginkgo --timeout, default 2h), GINKGO_ARGS (more ginkgo flags, e.g. --output-interceptor-mode=none), BED_DIR (default /var/lib/nodelet-bed-conformance, -storage for storage).
 # Prints one line "conformance: N passed, M failed, K skipped" and the failed specs; the reports (ginkgo JSON and
@@ -77,8 +78,10 @@ configure() {
   if [ "$SERIAL" = 1 ]; then PROCS=${PROCS:-1}; else PROCS=${PROCS:-4}; fi
   SPEC_TIMEOUT=${SPEC_TIMEOUT:-2h}
   export AGENT=${AGENT:-nodelet} BIN_CACHE
-  if [ "$SUITE" = storage ]; then
-    export BED_DIR=${BED_DIR:-/var/lib/nodelet-bed-conformance-storage} CGROUP_DRIVER=systemd AGENT_ROOT=/var/lib/kubelet
+  if [ "$SUITE" = storage ] || [ "${SYSTEMD_BED:-0}" = 1 ]; then
+    local dir=/var/lib/nodelet-bed-conformance-systemd
+    [ "$SUITE" = storage ] && dir=/var/lib/nodelet-bed-conformance-storage
+    export BED_DIR=${BED_DIR:-$dir} CGROUP_DRIVER=systemd AGENT_ROOT=/var/lib/kubelet
     # The bed's systemd (hack/systemd.sh) of its own: a `systemd.sh run` or `down` elsewhere stops only its own.
     export SYSTEMD_DIR=${SYSTEMD_DIR:-$BED_DIR/systemd}
   else
@@ -198,7 +201,7 @@ main() {
   empty_agent_root
   trap teardown EXIT
   bash "$bed" up
-  [ "$SUITE" != storage ] || check_host_mounts
+  [ "${CGROUP_DRIVER:-}" != systemd ] || check_host_mounts
   local out rc=0 t0=$SECONDS
   out=$(out_dir)
   mkdir -p "$out"
