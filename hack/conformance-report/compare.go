@@ -17,7 +17,7 @@ type passedDiff struct {
 
 // loadPassed reads a run's passed specs: a ginkgo JSON report (*.json), else a passed-spec list, one a line.
 func loadPassed(path string) (map[string]bool, error) {
-	if strings.HasSuffix(path, ".json") {
+	if strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".xml") {
 		s, err := load(path)
 		if err != nil {
 			return nil, err

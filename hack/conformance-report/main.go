@@ -1,4 +1,5 @@
-// Command conformance-report summarises a ginkgo JSON report of the upstream e2e suite: one line
+// Command conformance-report summarises a ginkgo JSON report of the upstream e2e suite (or the JUnit report its
+// framework writes, junit_01.xml, as the conformance image leaves it): one line
 // "N passed, M failed, K skipped" and the failed specs with the first line of their failure, most useful first.
 // It exits 1 when a spec failed (or the report holds no spec at all), so `make conformance` fails with it.
 // -groups writes, per group of specs (the top container, with its [Driver: ...] for the storage test suites), how

@@ -42,6 +42,9 @@ func load(path string) (*summary, error) {
 }
 
 func readReports(path string) ([]types.Report, error) {
+	if strings.HasSuffix(path, ".xml") {
+		return readJUnit(path)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -68,8 +68,11 @@ func main() {
 	flag.StringVar(&src.kind.corednsTag, "coredns-tag", "", "the tag of the CoreDNS image")
 	flag.StringVar(&src.kind.flannel, "flannel", "", "flanneld: also serve its image (on the --kube-proxy-base tree)")
 	flag.StringVar(&src.kind.flannelTag, "flannel-tag", "", "the tag of the flannel image")
+	flag.StringVar(&src.conformance.bin, "conformance-bin", "", "folder of e2e.test, ginkgo and go-runner: also serve the conformance image (needs --kubectl, --kube-version, --kube-proxy-base)")
+	flag.StringVar(&src.conformance.kubectl, "kubectl", "", "the kubectl binary of the conformance image")
 	quiet := flag.Bool("quiet", false, "do not log every request")
 	flag.Parse()
+	src.conformance.tag = src.kind.kubeVersion
 	if err := run(*addr, src, *quiet); err != nil {
 		log.Fatalf("registry: %v", err)
 	}
@@ -82,6 +85,7 @@ type sources struct {
 	csiBin             string
 	devicePlugin       string
 	kind               kindSources
+	conformance        conformanceSources
 }
 
 func run(addr string, src sources, quiet bool) error {
@@ -154,6 +158,9 @@ func buildImages(src sources) (map[string]*ociImage, error) {
 	}
 	if err := addKindImages(images, src.kind); err != nil {
 		return nil, fmt.Errorf("cluster images: %w", err)
+	}
+	if err := addConformanceImage(images, src.conformance, src.kind.proxyBase); err != nil {
+		return nil, err
 	}
 	return images, nil
 }
