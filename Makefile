@@ -140,6 +140,10 @@ kind: ## A kind cluster (podman) of one control plane and WORKERS (2) workers, e
 kind-down: ## Delete the kind cluster `make kind` made.
 	bash hack/kind.sh down
 
+.PHONY: kind-conformance
+kind-conformance: kind-image ## The CNCF conformance suite through hydrophone on a kind cluster of nodelet nodes, then on one of kubelet nodes (KIND_AGENTS), the passed lists compared; reports under /var/lib/nodelet-kind/logs.
+	bash hack/kind.sh judge
+
 .PHONY: kind-smoke
 kind-smoke: build ## CI's kind run: nodelet's node image, a nodelet cluster up, a Deployment over both workers reached through a Service from a pod, cluster down.
 	bash hack/install-deps.sh kind

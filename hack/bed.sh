@@ -9,6 +9,7 @@
 # containerd nodelet. Settings (environment): BED_DIR, BIN_CACHE, NODELET_BIN (default $REPO_ROOT/bin/nodelet),
 # NODE_NAME (default: hostname, lower-cased), NODE_IP (default: the source address of the default route),
 # AGENT (nodelet, the default, or kubelet: the real kubelet as the node agent, same config file and flags),
+# AGENT_NAME (the process name nodelet runs under, e.g. kubelet; default its binary's name),
 # CONTAINERD (1: Debian's containerd 1.6, the default; 2: containerd 2.x and runc built from the module proxy).
 # BED_SIGNING_DURATION (the controller-manager's --cluster-signing-duration, default 8760h; short for rotation tests).
 # AGENT_ROOT (the agent's --root-dir; default $BED_DIR/nodelet/root, or root-kubelet for the kubelet): /var/lib/kubelet
@@ -74,7 +75,16 @@ node_ip() {
 # build-testbins.sh kubelet) with the same config file, kubeconfig and flags, for comparison.
 agent_bin() {
   case $AGENT in
-    nodelet) echo "$NODELET_BIN" ;;
+    nodelet)
+      # AGENT_NAME: nodelet runs under that name (a link to NODELET_BIN), as on a node where it is installed as
+      # the kubelet's binary.
+      if [ -n "${AGENT_NAME:-}" ] && [ "$AGENT_NAME" != "$(basename "$NODELET_BIN")" ]; then
+        mkdir -p "$BED_DIR/bin"
+        ln -sfn "$NODELET_BIN" "$BED_DIR/bin/$AGENT_NAME"
+        echo "$BED_DIR/bin/$AGENT_NAME"
+      else
+        echo "$NODELET_BIN"
+      fi ;;
     kubelet) echo "$KUBE_BIN_DIR/kubelet" ;;
     *) die "AGENT=$AGENT: want nodelet or kubelet" ;;
   esac

@@ -2,7 +2,8 @@
 # Builds the test bed's Kubernetes and etcd binaries from the Go module proxy into a cache folder keyed by
 # version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd; on request
 # the kubelet (`kubelet`), kubeadm and kube-proxy for kind node images (`kind`, `coredns VERSION`,
-# `flannel VERSION`), the upstream conformance suite with its test image binaries (`e2e`), and the storage parts:
+# `flannel VERSION`), the upstream conformance suite with its test image binaries (`e2e`) and the conformance
+# image's go-runner (`gorunner`), and the storage parts:
 # CSI hostpath driver, sidecars, snapshot controller and local-path provisioner (`csi`).
 # setup-envtest cannot download here, so the module proxy is the only source. Re-runs are no-ops.
 # shellcheck source-path=SCRIPTDIR
@@ -94,6 +95,23 @@ build_e2e() {
     CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "$ld" -o "$out/agnhost.tmp" k8s.io/kubernetes/test/images/agnhost
     CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out/nnp.tmp" k8s.io/kubernetes/test/images/nonewprivs
     for b in e2e.test ginkgo agnhost nnp; do mv "$out/$b.tmp" "$out/$b"; done
+  )
+  rm -rf "$w"
+}
+
+# build_go_runner: the conformance image's entrypoint (k8s.io/kubernetes/test/conformance/image/go-runner), which
+# runs ginkgo with e2e.test as the image's E2E_* environment says and keeps the results, into $E2E_BIN_DIR.
+build_go_runner() {
+  local out="$E2E_BIN_DIR/go-runner"
+  [ -x "$out" ] && return 0
+  log "building go-runner (${KUBE_VERSION}) into $out"
+  local w; w=$(mktemp -d)
+  kube_wrapper "$w" k8s.io/kubernetes/test/conformance/image/go-runner
+  (
+    cd "$w"
+    mkdir -p "$E2E_BIN_DIR"
+    CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out.tmp" k8s.io/kubernetes/test/conformance/image/go-runner
+    mv "$out.tmp" "$out"
   )
   rm -rf "$w"
 }
@@ -396,8 +414,9 @@ case "${1:-all}" in
   csi) build_csi ;;
   deviceplugin) build_device_plugin ;;
   dradriver) build_dra_driver ;;
+  gorunner) build_go_runner ;;
   all) build_etcd; build_kube; build_busybox; build_device_plugin; build_dra_driver ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|kind|coredns VERSION|flannel VERSION|e2e|containerd2|busybox|csi|deviceplugin|dradriver]" ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|kind|coredns VERSION|flannel VERSION|e2e|containerd2|busybox|csi|deviceplugin|dradriver|gorunner]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

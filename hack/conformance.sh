@@ -78,6 +78,9 @@ configure() {
   if [ "$SERIAL" = 1 ]; then PROCS=${PROCS:-1}; else PROCS=${PROCS:-4}; fi
   SPEC_TIMEOUT=${SPEC_TIMEOUT:-2h}
   export AGENT=${AGENT:-nodelet} BIN_CACHE
+  # The upstream specs find the node agent's process with `pidof kubelet` (its mount and user namespaces): nodelet
+  # runs under that name, as on a node where it is installed as the kubelet's binary.
+  export AGENT_NAME=${AGENT_NAME:-kubelet}
   if [ "$SUITE" = storage ] || [ "${SYSTEMD_BED:-0}" = 1 ]; then
     local dir=/var/lib/nodelet-bed-conformance-systemd
     [ "$SUITE" = storage ] && dir=/var/lib/nodelet-bed-conformance-storage

@@ -14,9 +14,17 @@
 #   hack/kind.sh smoke   a Deployment over the workers behind a Service, reached from a pod on the control
 #                        plane by the Service's DNS name (kube-proxy, cluster DNS, pod traffic between nodes)
 #   hack/kind.sh boot    starts one node container of the image and checks that systemd brings containerd up
+#   hack/kind.sh conformance
+#                        the CNCF conformance suite ([Conformance], the [Serial] specs alone after the rest) on
+#                        the cluster through hydrophone, with upstream's conformance image and e2e test images
+#                        built here and served to the nodes from a registry on the kind network's gateway
+#   hack/kind.sh judge   for each of KIND_AGENTS (default "nodelet kubelet"): a cluster of its nodes, the suite
+#                        on it, the cluster deleted; then the passed lists compared
 #
 # Settings: NODE_AGENT (nodelet|kubelet; CONTROL_PLANE_AGENT and WORKER_AGENT for a mixed cluster), WORKERS
-# (default 2), KIND_CLUSTER (default nodelet), AGENT_VERBOSITY (the node agents' -v), KIND_RETAIN (keep the nodes
+# (default 2), KIND_CLUSTER (default nodelet), KIND_CONFORMANCE_PROCS (default 4), KIND_CONFORMANCE_FOCUS (a
+# ginkgo focus instead of the whole suite, in one run), KIND_LOG_DIR, KIND_REGISTRY_HOSTS (1: the nodes' containerd
+# reads registry hosts from /etc/containerd/certs.d, which conformance needs; judge sets it), AGENT_VERBOSITY (the node agents' -v), KIND_RETAIN (keep the nodes
 # of a failed create), KIND_IMAGE, NODELET_BIN, DEBIAN_SUITE, DEBIAN_MIRROR.
 # Needs root, podman and mmdebstrap (hack/install-deps.sh kind installs them).
 # shellcheck source-path=SCRIPTDIR
@@ -37,6 +45,10 @@ NODELET_BIN=${NODELET_BIN:-$REPO_ROOT/bin/nodelet}
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 KIND_CACHE=$BIN_CACHE/kind-$KIND_VERSION
+HYDROPHONE_VERSION=${HYDROPHONE_VERSION:-v0.8.0}
+KIND_TEST_REGISTRY_PORT=${KIND_TEST_REGISTRY_PORT:-5061}
+KIND_CONFORMANCE_PROCS=${KIND_CONFORMANCE_PROCS:-4}
+KIND_LOG_DIR=${KIND_LOG_DIR:-/var/lib/nodelet-kind/logs}
 # The packages of kind's base image (images/base/Dockerfile) that the nodes use; NFS, iSCSI and
 # fuse-overlayfs (rootless) left out.
 NODE_PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps
@@ -138,11 +150,31 @@ cluster_images() {
 # image_version IMAGES NAME: the tag of registry.k8s.io/NAME in IMAGES.
 image_version() { sed -n "s|^registry.k8s.io/$2:||p" <<<"$1"; }
 
+# build_tools: hack/pause and hack/registry into KIND_CACHE/tools.
+build_tools() {
+  local tools=$KIND_CACHE/tools t
+  mkdir -p "$tools"
+  for t in pause registry; do
+    (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tools/$t" "./hack/$t") || die "go build ./hack/$t failed"
+  done
+}
+
+# wait_registry ADDR: until the registry started as REGISTRY_PID answers on ADDR.
+wait_registry() {
+  local i
+  for i in $(seq 300); do
+    curl -m 2 -fs -o /dev/null "http://$1/v2/" && return 0
+    kill -0 "$REGISTRY_PID" 2>/dev/null || { tail "$KIND_CACHE/registry.log" >&2; die "the image registry stopped"; }
+    sleep 1
+  done
+  die "the image registry did not start on $1"
+}
+
 # serve_images: a registry of this bed's (hack/registry) on REGISTRY_ADDR with every cluster image, built from
 # the binaries here; it stops with the script.
 KIND_REGISTRY_ADDR=${KIND_REGISTRY_ADDR:-127.0.0.1:5060}
 serve_images() {
-  local images etcd coredns tools=$KIND_CACHE/tools t i
+  local images etcd coredns tools=$KIND_CACHE/tools
   images=$(cluster_images)
   etcd=$(image_version "$images" etcd) coredns=$(image_version "$images" coredns/coredns)
   [ -n "$etcd" ] && [ -n "$coredns" ] || die "kubeadm names no etcd or CoreDNS image: $images"
@@ -154,21 +186,13 @@ serve_images() {
   [ -x "$BUSYBOX_BIN_DIR/busybox" ] || bash "$here/build-testbins.sh" busybox >&2
   local flannel_bin=$BIN_CACHE/flannel-$FLANNEL_VERSION/flanneld
   [ -x "$flannel_bin" ] || bash "$here/build-testbins.sh" flannel "$FLANNEL_VERSION" >&2
-  mkdir -p "$tools"
-  for t in pause registry; do
-    (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tools/$t" "./hack/$t") || die "go build ./hack/$t failed"
-  done
+  build_tools
   "$tools/registry" --quiet --addr "$KIND_REGISTRY_ADDR" --busybox "$BUSYBOX_BIN_DIR/busybox" --pause "$tools/pause" \
     --csi-bin "$csi" --kube-bin "$KUBE_BIN_DIR" --kube-version "$KUBE_VERSION" --kube-proxy-base "$(rootfs)" \
     --etcd "$etcd_bin" --etcd-tag "$etcd" --coredns "$coredns_bin" --coredns-tag "$coredns" \
     --flannel "$flannel_bin" --flannel-tag "$FLANNEL_VERSION" >"$KIND_CACHE/registry.log" 2>&1 &
   REGISTRY_PID=$!
-  for i in $(seq 120); do
-    curl -m 2 -fs -o /dev/null "http://$KIND_REGISTRY_ADDR/v2/" && return 0
-    kill -0 "$REGISTRY_PID" 2>/dev/null || { tail "$KIND_CACHE/registry.log" >&2; die "the image registry stopped"; }
-    sleep 1
-  done
-  die "the image registry did not start on $KIND_REGISTRY_ADDR"
+  wait_registry "$KIND_REGISTRY_ADDR"
 }
 
 # preload TAG: the cluster images in the node image's containerd (content only, pinned, as kind's node image
@@ -199,6 +223,7 @@ preload() {
 
 build_image() {
   local tag tree tar
+  kind_host # preload runs a container of the image
   tag=$(image_tag)
   tar=$(rootfs)
   tree=$(mktemp -d /var/tmp/kind-node.XXXXXX)
@@ -283,6 +308,12 @@ cluster_config() {
   if ! has_sys_resource; then
     printf 'containerdConfigPatches:\n- |-\n  [plugins."io.containerd.grpc.v1.cri"]\n    restrict_oom_score_adj = true\n'
   fi
+  # KIND_REGISTRY_HOSTS=1: registry hosts from /etc/containerd/certs.d (conformance points registry.k8s.io at the
+  # test images there).
+  if [ "${KIND_REGISTRY_HOSTS:-0}" = 1 ]; then
+    has_sys_resource && printf 'containerdConfigPatches:\n'
+    printf -- '- |-\n  [plugins."io.containerd.grpc.v1.cri".registry]\n    config_path = "/etc/containerd/certs.d"\n'
+  fi
   local patches=()
   if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
     patches+=('  kind: KubeletConfiguration\n  failCgroupV1: false\n')
@@ -355,6 +386,107 @@ smoke() {
   printf '%s\n' "$answers" | sed 's/^/    /' >&2
 }
 
+# hydrophone_bin: SIG Testing's conformance runner, from the module proxy.
+hydrophone_bin() {
+  local out=$BIN_CACHE/hydrophone-$HYDROPHONE_VERSION/hydrophone
+  if [ ! -x "$out" ]; then
+    log "building hydrophone $HYDROPHONE_VERSION into $out"
+    GOBIN=$(dirname "$out") go install "sigs.k8s.io/hydrophone@$HYDROPHONE_VERSION" >&2 ||
+      die "go install sigs.k8s.io/hydrophone@$HYDROPHONE_VERSION failed"
+  fi
+  echo "$out"
+}
+
+# serve_test_images: the upstream e2e test images and the conformance image (e2e.test, ginkgo, kubectl and
+# go-runner on the kube-proxy tree, upstream's layout) from a registry of the bed's on the kind network's
+# gateway; every node's containerd takes registry.k8s.io and docker.io from it (hosts.toml). Sets TEST_REGISTRY.
+serve_test_images() {
+  local gw node host tools=$KIND_CACHE/tools
+  gw=$(podman network inspect kind --format '{{range .Subnets}}{{.Gateway}} {{end}}' | tr ' ' '\n' | grep -v ':' | grep . | head -n 1)
+  [ -n "$gw" ] || die "no IPv4 gateway on podman's kind network"
+  TEST_REGISTRY=$gw:$KIND_TEST_REGISTRY_PORT
+  bash "$here/build-testbins.sh" e2e >&2
+  bash "$here/build-testbins.sh" gorunner >&2
+  [ -x "$BUSYBOX_BIN_DIR/busybox" ] || bash "$here/build-testbins.sh" busybox >&2
+  build_tools
+  log "serving the e2e test images and registry.k8s.io/conformance:$KUBE_VERSION on $TEST_REGISTRY"
+  "$tools/registry" --quiet --addr "$TEST_REGISTRY" --busybox "$BUSYBOX_BIN_DIR/busybox" --pause "$tools/pause" \
+    --e2e-bin "$E2E_BIN_DIR" --agnhost-src "$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost" \
+    --conformance-bin "$E2E_BIN_DIR" --kubectl "$KUBE_BIN_DIR/kubectl" --kube-version "$KUBE_VERSION" \
+    --kube-proxy-base "$(rootfs)" >"$KIND_CACHE/registry.log" 2>&1 &
+  REGISTRY_PID=$!
+  wait_registry "$TEST_REGISTRY"
+  for node in $(KIND_EXPERIMENTAL_PROVIDER=podman "$(kind_bin)" get nodes --name "$KIND_CLUSTER"); do
+    for host in registry.k8s.io docker.io; do
+      podman exec "$node" sh -c "mkdir -p /etc/containerd/certs.d/$host && printf '%s\n' 'server = \"http://$TEST_REGISTRY\"' '[host.\"http://$TEST_REGISTRY\"]' '  capabilities = [\"pull\", \"resolve\"]' > /etc/containerd/certs.d/$host/hosts.toml"
+    done
+  done
+}
+
+# hydrophone_run NAME ARGS...: one hydrophone run into OUT/NAME (the suite's e2e.log and junit_01.xml, which
+# hydrophone fetches from the conformance pod before its clean-up), summarised with its passed specs listed.
+hydrophone_run() {
+  local name=$1 dir=$OUT/$1 rc=0
+  shift
+  mkdir -p "$dir"
+  log "hydrophone ($name): $*"
+  "$HYDROPHONE" --kubeconfig "$KUBECONFIG_FILE" --conformance-image "registry.k8s.io/conformance:$KUBE_VERSION" \
+    --busybox-image registry.k8s.io/e2e-test-images/busybox:1.36.1-1 --output-dir "$dir" "$@" \
+    >"$dir/hydrophone.log" 2>&1 || rc=$?
+  log "hydrophone ($name) exited $rc"
+  [ -s "$dir/junit_01.xml" ] || { tail -n 20 "$dir/hydrophone.log" >&2; log "warning: no JUnit report ($name)"; return 0; }
+  "$E2E_BIN_DIR/conformance-report" -list-passed "$dir/passed.txt" "$dir/junit_01.xml" >"$dir/summary.txt" || true
+  tail -n 1 "$dir/summary.txt" >&2
+}
+
+# conformance: the CNCF conformance suite on the cluster through hydrophone, with upstream's conformance image
+# built here: the [Conformance] specs but the [Serial] ones in KIND_CONFORMANCE_PROCS processes, then the
+# [Serial] ones alone. Reports under KIND_LOG_DIR/conformance-<agents>-<time>/ (parallel/ and serial/, each
+# with e2e.log, junit_01.xml, report.json and passed.txt; passed.txt of both together).
+conformance() {
+  local agents start
+  HYDROPHONE=$(hydrophone_bin)
+  (cd "$REPO_ROOT" && go build -o "$E2E_BIN_DIR/conformance-report" ./hack/conformance-report) ||
+    die "go build ./hack/conformance-report failed"
+  kind_kubectl get nodes >/dev/null || die "no kind cluster $KIND_CLUSTER (hack/kind.sh up)"
+  agents=$CONTROL_PLANE_AGENT-$WORKER_AGENT
+  [ "$CONTROL_PLANE_AGENT" = "$WORKER_AGENT" ] && agents=$WORKER_AGENT
+  OUT=$KIND_LOG_DIR/conformance-$agents-$(date +%Y%m%d-%H%M%S)
+  mkdir -p "$OUT"
+  KUBECONFIG_FILE=$OUT/kubeconfig
+  KIND_EXPERIMENTAL_PROVIDER=podman "$(kind_bin)" get kubeconfig --name "$KIND_CLUSTER" >"$KUBECONFIG_FILE"
+  serve_test_images
+  start=$SECONDS
+  if [ -n "${KIND_CONFORMANCE_FOCUS:-}" ]; then
+    hydrophone_run focus --focus "$KIND_CONFORMANCE_FOCUS" --parallel "$KIND_CONFORMANCE_PROCS"
+  else
+    hydrophone_run parallel --conformance --skip '\[Serial\]' --parallel "$KIND_CONFORMANCE_PROCS"
+    hydrophone_run serial --focus '\[Conformance\].*\[Serial\]|\[Serial\].*\[Conformance\]'
+  fi
+  cat "$OUT"/*/passed.txt 2>/dev/null | sort -u >"$OUT/passed.txt"
+  log "conformance on $KIND_CLUSTER ($agents nodes): $(grep -c . "$OUT/passed.txt" || true) specs passed in $(((SECONDS - start) / 60)) min; reports in $OUT"
+}
+
+# judge: for each agent of KIND_AGENTS (default "nodelet kubelet"), a new cluster of its nodes (the image built
+# when missing), the conformance suite on it, the cluster deleted; then the passed lists compared.
+judge() {
+  local agent runs=() latest
+  for agent in ${KIND_AGENTS:-nodelet kubelet}; do
+    podman image exists "$(image_tag "$agent")" || NODE_AGENT=$agent build_image
+    down >/dev/null 2>&1 || true
+    KIND_REGISTRY_HOSTS=1 CONTROL_PLANE_AGENT=$agent WORKER_AGENT=$agent up
+    CONTROL_PLANE_AGENT=$agent WORKER_AGENT=$agent conformance
+    kill "$REGISTRY_PID" 2>/dev/null || true
+    REGISTRY_PID=
+    down
+    latest=$OUT/passed.txt
+    runs+=("$latest")
+  done
+  [ ${#runs[@]} -eq 2 ] || return 0
+  log "passed by one cluster and not the other:"
+  "$E2E_BIN_DIR/conformance-report" -compare "${runs[@]}" >&2 || true
+}
+
 REGISTRY_PID=
 trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null || true' EXIT
 
@@ -364,5 +496,7 @@ case "${1:-}" in
   down) down ;;
   smoke) smoke ;;
   boot) boot ;;
-  *) die "usage: hack/kind.sh image|up|down|smoke|boot" ;;
+  conformance) conformance ;;
+  judge) judge ;;
+  *) die "usage: hack/kind.sh image|up|down|smoke|boot|conformance|judge" ;;
 esac
