@@ -102,12 +102,12 @@ func (remoteAPI) podDeps(ctx context.Context, a *Agent, deps *podlifecycle.Deps)
 	return nil
 }
 
-// volumeObjects: Secrets and ConfigMaps read by name straight from the API (kept 10 s), CSIDrivers from the
-// watch-fed cache, claims, PersistentVolumes and VolumeAttachments fresh, service account tokens from the
+// volumeObjects: Secrets and ConfigMaps read by name straight from the API (kept 10 s), CSIDrivers and
+// ClusterTrustBundles from the watch-fed cache, claims, PersistentVolumes and VolumeAttachments fresh, service account tokens from the
 // TokenRequest API — all that the Node authorizer allows a node.
 func (remoteAPI) volumeObjects(a *Agent, m *volumes.Manager) {
 	objs := &volumes.CachedObjects{Reader: a.mgr.GetAPIReader(), Tokens: a.mgr.GetClient(), Status: a.mgr.GetClient(),
-		Drivers: a.mgr.GetClient(), Clock: a.clock(), TTL: 10 * time.Second}
+		Drivers: a.mgr.GetClient(), TrustBundles: a.mgr.GetClient(), Clock: a.clock(), TTL: 10 * time.Second}
 	m.Objects, m.CSIObjects, m.ClaimStatus = objs, objs, objs
 }
 

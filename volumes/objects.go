@@ -33,7 +33,11 @@ type CachedObjects struct {
 	// node list and watch them), as the kubelet's CSIDriver lister: a changed podInfoOnMount, fsGroupPolicy
 	// or requiresRepublish is seen at the next mount. nil: CSIDrivers are read by name and kept TTL.
 	Drivers client.Reader
-	Clock   clock.Clock
+	// TrustBundles reads ClusterTrustBundles from a watch-fed cache (a manager's GetClient(): the Node
+	// authorizer lets a node list and watch them), started by the first projection that asks for one, as the
+	// kubelet's lazy informer. nil: clusterTrustBundle projections fail.
+	TrustBundles client.Reader
+	Clock        clock.Clock
 	// TTL is how long a fetched object is used before it is read again; 0 reads it on every call.
 	TTL time.Duration
 

@@ -9,7 +9,8 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
-// errClusterTrustBundle and errPodCertificate: projections nodelet does not implement.
+// errClusterTrustBundle: a clusterTrustBundle projection with no TrustBundles to read them from (a node
+// without an API server); errPodCertificate: a projection nodelet does not implement.
 var (
 	errClusterTrustBundle = errors.New("clusterTrustBundle projection is not supported")
 	errPodCertificate     = errors.New("podCertificate projection is not supported")
@@ -46,7 +47,7 @@ func (m sourceVolumes) projection(ctx context.Context, pod *corev1.Pod, p *corev
 	case p.ServiceAccountToken != nil:
 		return m.srcv().tokenPayload(ctx, pod, p.ServiceAccountToken, defaultMode, pv)
 	case p.ClusterTrustBundle != nil:
-		return nil, errClusterTrustBundle
+		return m.srcv().trustBundlePayload(ctx, pod, p.ClusterTrustBundle, defaultMode)
 	case p.PodCertificate != nil:
 		return nil, errPodCertificate
 	}

@@ -69,11 +69,6 @@ func TestProjectedTokenRequest(t *testing.T) {
 		{name: "audience and expiry", proj: tokenProjection("t", "vault", ptrTo[int64](7200)), wantAud: []string{"vault"}, wantExp: 7200, wantMode: 0o644},
 		{name: "fsGroup makes it 0640", proj: tokenProjection("t", "", nil), fsGroup: ptrTo[int64](2000), wantExp: 3600, wantMode: 0o640},
 		{name: "below the minimum", proj: tokenProjection("t", "", ptrTo[int64](60)), wantError: "expirationSeconds 60 is below the minimum of 600"},
-		{
-			name:      "clusterTrustBundle",
-			proj:      corev1.VolumeProjection{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptrTo("b"), Path: "b"}},
-			wantError: "clusterTrustBundle projection is not supported",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

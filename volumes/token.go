@@ -15,7 +15,7 @@ const (
 	defaultTokenExpirationSeconds int64 = 3600 // the API default of expirationSeconds
 	minTokenExpirationSeconds     int64 = 600  // the API minimum
 	maxTokenAge                         = 24 * time.Hour
-	tokenFileModeWithFSGroup      int32 = 0o600 // fsGroup ownership then adds g+r
+	credentialFileModeWithFSGroup int32 = 0o600 // fsGroup ownership then adds g+r
 )
 
 // tokenPayload is the file of a serviceAccountToken projection: a token for the pod's service account,
@@ -44,11 +44,16 @@ func (m sourceVolumes) tokenPayload(ctx context.Context, pod *corev1.Pod, src *c
 	if err != nil {
 		return nil, err
 	}
-	mode := defaultMode
+	return map[string]fileProjection{src.Path: {Data: []byte(tr.Status.Token), Mode: credentialFileMode(pod, defaultMode)}}, nil
+}
+
+// credentialFileMode is the mode of a projected credential (a service account token, trust anchors): the
+// volume's default mode, or 0600 when the pod has an fsGroup, whose ownership then adds g+r.
+func credentialFileMode(pod *corev1.Pod, defaultMode int32) int32 {
 	if fsGroup(pod) != nil {
-		mode = tokenFileModeWithFSGroup
+		return credentialFileModeWithFSGroup
 	}
-	return map[string]fileProjection{src.Path: {Data: []byte(tr.Status.Token), Mode: mode}}, nil
+	return defaultMode
 }
 
 func serviceAccountName(pod *corev1.Pod) string {
