@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the test bed's Debian packages that are missing: containerd, runc, CNI plugins, static busybox,
 # openssl, iproute2, iptables (for the portmap plugin), curl, util-linux, mount, procps, socat (copied into the CSI
-# hostpath image), jq (hack/storage.sh), systemd (for the systemd cgroup driver's bed, run by hack/systemd.sh where
+# hostpath image), jq (hack/storage.sh), dig (bind9-dnsutils, copied into the e2e DNS test images), systemd (for the systemd cgroup driver's bed, run by hack/systemd.sh where
 # PID 1 is not systemd) and dbus (its system bus and logind, for graceful node shutdown). Idempotent and quiet: apt-get update runs once per call, and only when something is
 # missing. Needs root. Go is not installed here. `install-deps.sh kind` installs what hack/kind.sh needs instead:
 # podman with netavark and aardvark-dns (kind's podman provider; node names resolve on its network) and
@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
 BED_PACKAGES=(containerd runc containernetworking-plugins busybox-static openssl iproute2 iptables curl util-linux mount
-  procps netcat-openbsd libseccomp-dev pkg-config systemd dbus socat jq)
+  procps netcat-openbsd libseccomp-dev pkg-config systemd dbus socat jq bind9-dnsutils)
 
 KIND_PACKAGES=(podman netavark aardvark-dns mmdebstrap)
 [ "${1:-}" = kind ] && BED_PACKAGES=("${KIND_PACKAGES[@]}")

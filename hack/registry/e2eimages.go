@@ -112,12 +112,16 @@ func webImage(agnTree []entry, src sources, name string) (*ociImage, error) {
 }
 
 // glibcDNSImage: the upstream image is Debian with glibc's resolver; the specs run `hostname -f` in it, which
-// resolves the pod's own name through /etc/hosts with glibc's NSS. The host's (glibc) hostname with its
-// libraries and an nsswitch.conf give that on the busybox tree.
+// resolves the pod's own name through /etc/hosts with glibc's NSS, and the DNS specs query with dig in it. The
+// host's (glibc) hostname and dig with their libraries and an nsswitch.conf give that on the busybox tree.
 func glibcDNSImage(root []entry) (*ociImage, error) {
-	files, err := hostBinary("/usr/bin/hostname", "usr/bin/hostname")
-	if err != nil {
-		return nil, err
+	var files []entry
+	for _, b := range []string{"usr/bin/hostname", "usr/bin/dig"} {
+		bin, err := hostBinary("/"+b, b)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, bin...)
 	}
 	files = append(files, file("etc/nsswitch.conf", 0o644, []byte("hosts: files dns\nnetworks: files\n")))
 	return image(merge(root, files), v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}})
@@ -150,7 +154,8 @@ func agnhostConfig(cmd string) v1.Config {
 }
 
 // agnhostTree is the agnhost image's files: /agnhost (and /agnhost-2) on the busybox tree with the tools the
-// specs call inside it — bash, curl and (OpenBSD) nc from the host with their libraries — the user and group
+// specs call inside it — bash, curl, (OpenBSD) nc and dig (the DNS specs' queries) from the host with their
+// libraries — the user and group
 // the upstream image defines, /uploads and porter's TLS pair.
 func agnhostTree(root []entry, src sources) ([]entry, error) {
 	bin, err := os.ReadFile(filepath.Join(src.e2eBin, "agnhost"))
@@ -167,6 +172,7 @@ func agnhostTree(root []entry, src sources) ([]entry, error) {
 	}
 	tools := []struct{ host, name string }{
 		{"/usr/bin/bash", "bin/bash"}, {"/usr/bin/curl", "usr/bin/curl"}, {"/bin/nc.openbsd", "usr/bin/nc"},
+		{"/usr/bin/dig", "usr/bin/dig"},
 	}
 	for _, t := range tools {
 		tool, err := hostBinary(t.host, t.name)
