@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podsyncer"
@@ -20,6 +22,9 @@ import (
 const (
 	reasonUnexpected         = "UnexpectedAdmissionError"
 	reasonNodeAffinity       = "NodeAffinity"
+	reasonNodeName           = "NodeName"
+	reasonNodePorts          = "NodePorts"
+	reasonTaintToleration    = "TaintToleration"
 	reasonPodOSSelector      = "PodOSSelectorNodeLabelDoesNotMatch"
 	reasonPodOSNotSupported  = "PodOSNotSupported"
 	reasonSupplementalGroups = "SupplementalGroupsPolicyNotSupported"
@@ -62,8 +67,9 @@ func runAdmitHandlers(ctx context.Context, pod *corev1.Pod, node *corev1.Node, a
 
 // admit is the kubelet's predicate admit handler: the pod's OS (its kubernetes.io/os label and
 // spec.os) must be the node's and its supplementalGroupsPolicy one the runtime supports, then it must fit
-// in the node's allocatable minus what the admitted pods request, and match the node's labels
-// (nodeSelector and required node affinity). The first failure is reported.
+// in the node's allocatable minus what the admitted pods request, match the node's labels (nodeSelector and
+// required node affinity) and name, find its host ports free, and, unless static, tolerate the node's
+// NoExecute taints — the kubelet's GeneralPredicates in their order. The first failure is reported.
 func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admissionResult {
 	if res := admitOS(pod, goruntime.GOOS); !res.admit {
 		return res
@@ -74,13 +80,92 @@ func admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admission
 	if res := admitResources(pod, node, admitted); !res.admit {
 		return res
 	}
-	if node != nil {
-		if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
-			return admissionResult{reason: reasonNodeAffinity,
-				message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"}
+	if node == nil {
+		return admissionResult{admit: true}
+	}
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+		return admissionResult{reason: reasonNodeAffinity,
+			message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"}
+	}
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
+		return admissionResult{reason: reasonNodeName,
+			message: "Predicate NodeName failed: node(s) didn't match the requested node name"}
+	}
+	if !hostPortsFree(pod, admitted) {
+		return admissionResult{reason: reasonNodePorts,
+			message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"}
+	}
+	if !podrules.IsStaticPod(pod) {
+		noExecute := func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, noExecute, false); untolerated {
+			return admissionResult{reason: reasonTaintToleration,
+				message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"}
 		}
 	}
 	return admissionResult{admit: true}
+}
+
+// hostPorts is the host ports a pod holds for its life, as the scheduler counts them: those of its
+// containers and of its restartable (sidecar) init containers.
+func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, c := range pod.Spec.InitContainers {
+		if podrules.IsSidecar(&c) {
+			out = append(out, withHostPort(c.Ports)...)
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		out = append(out, withHostPort(c.Ports)...)
+	}
+	return out
+}
+
+func withHostPort(ports []corev1.ContainerPort) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, p := range ports {
+		if p.HostPort > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// hostPortsFree says whether none of the pod's host ports is held by an admitted pod: the same protocol and
+// port on the same host IP, where an empty or 0.0.0.0 IP is every IP (the scheduler's NodePorts fit).
+func hostPortsFree(pod *corev1.Pod, admitted []*corev1.Pod) bool {
+	want := hostPorts(pod)
+	if len(want) == 0 {
+		return true
+	}
+	type key struct {
+		ip, protocol string
+		port         int32
+	}
+	norm := func(p corev1.ContainerPort) key {
+		k := key{ip: p.HostIP, protocol: string(p.Protocol), port: p.HostPort}
+		if k.ip == "" {
+			k.ip = "0.0.0.0"
+		}
+		if k.protocol == "" {
+			k.protocol = string(corev1.ProtocolTCP)
+		}
+		return k
+	}
+	used := map[key]bool{}
+	for _, a := range admitted {
+		for _, p := range hostPorts(a) {
+			used[norm(p)] = true
+		}
+	}
+	for _, p := range want {
+		k := norm(p)
+		for u := range used {
+			if u.protocol == k.protocol && u.port == k.port && (k.ip == "0.0.0.0" || u.ip == "0.0.0.0" || u.ip == k.ip) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // admitOS rejects a pod meant for another OS than the node's: by its kubernetes.io/os label (the

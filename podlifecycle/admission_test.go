@@ -314,3 +314,48 @@ func TestSupplementalGroupsPolicyStrictNeedsTheRuntimesSupport(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitHostPortsNodeNameAndTaints: the GeneralPredicates after node affinity, in the kubelet's order and
+// words: a host port an admitted pod holds (same protocol and port, same IP or either one all IPs; sidecars
+// count, plain init containers not), another node's name, a NoExecute taint not tolerated (static pods are
+// not checked for it).
+func TestAdmitHostPortsNodeNameAndTaints(t *testing.T) {
+	port := func(hostIP string, proto corev1.Protocol, p int32) corev1.ContainerPort {
+		return corev1.ContainerPort{ContainerPort: 80, HostPort: p, HostIP: hostIP, Protocol: proto}
+	}
+	pod := func(ports ...corev1.ContainerPort) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Ports: ports}}}}
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourcePods: resource.MustParse("110")}}}
+	const portsMsg = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+	holder := pod(port("", "", 8080))
+	assertAdmission(t, admit(pod(port("", "", 8080)), node, []*corev1.Pod{holder}), "NodePorts", portsMsg)
+	assertAdmission(t, admit(pod(port("10.0.0.1", corev1.ProtocolTCP, 8080)), node, []*corev1.Pod{holder}), "NodePorts", portsMsg)
+	assertAdmission(t, admit(pod(port("", corev1.ProtocolUDP, 8080)), node, []*corev1.Pod{holder}), "", "")
+	assertAdmission(t, admit(pod(port("", "", 8081)), node, []*corev1.Pod{holder}), "", "")
+	byIP := pod(port("10.0.0.1", "", 9000))
+	assertAdmission(t, admit(pod(port("10.0.0.2", "", 9000)), node, []*corev1.Pod{byIP}), "", "")
+	assertAdmission(t, admit(pod(port("0.0.0.0", "", 9000)), node, []*corev1.Pod{byIP}), "NodePorts", portsMsg)
+	sidecar := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{
+		{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Ports: []corev1.ContainerPort{port("", "", 7000)}},
+		{Name: "i", Ports: []corev1.ContainerPort{port("", "", 7001)}}}}}
+	assertAdmission(t, admit(pod(port("", "", 7000)), node, []*corev1.Pod{sidecar}), "NodePorts", portsMsg)
+	assertAdmission(t, admit(pod(port("", "", 7001)), node, []*corev1.Pod{sidecar}), "", "")
+
+	other := pod()
+	other.Spec.NodeName = "n2"
+	assertAdmission(t, admit(other, node, nil), "NodeName", "Predicate NodeName failed: node(s) didn't match the requested node name")
+
+	tainted := node.DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoExecute},
+		{Key: "s", Effect: corev1.TaintEffectNoSchedule}}
+	assertAdmission(t, admit(pod(), tainted, nil), "TaintToleration",
+		"Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate")
+	tolerating := pod()
+	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpEqual, Value: "v", Effect: corev1.TaintEffectNoExecute}}
+	assertAdmission(t, admit(tolerating, tainted, nil), "", "")
+	static := pod()
+	static.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	assertAdmission(t, admit(static, tainted, nil), "", "")
+}
