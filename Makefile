@@ -140,6 +140,16 @@ kind: ## A kind cluster (podman) of one control plane and WORKERS (2) workers, e
 kind-down: ## Delete the kind cluster `make kind` made.
 	bash hack/kind.sh down
 
+.PHONY: kind-multinode
+kind-multinode: ## On the cluster `make kind` made: a DaemonSet on every node, topology spread, a worker's agent stopped (NotReady, tainted, pods evicted and replaced, back), kubectl drain; prints each step's time.
+	bash hack/kind.sh multinode
+
+.PHONY: kind-takeover
+kind-takeover: build ## A kind cluster of kubelet nodes whose workers are handed to nodelet through deploy/kind (no container restarted), then the smoke check; the cluster is left up.
+	bash hack/install-deps.sh kind
+	NODE_AGENT=kubelet NODELET_BIN=$(CURDIR)/bin/nodelet bash hack/kind.sh image
+	bash hack/kind.sh takeover
+
 .PHONY: kind-conformance
 kind-conformance: kind-image ## The CNCF conformance suite through hydrophone on a kind cluster of nodelet nodes, then on one of kubelet nodes (KIND_AGENTS), the passed lists compared; reports under /var/lib/nodelet-kind/logs.
 	bash hack/kind.sh judge

@@ -13,6 +13,12 @@
 #   hack/kind.sh down    kind delete cluster
 #   hack/kind.sh smoke   a Deployment over the workers behind a Service, reached from a pod on the control
 #                        plane by the Service's DNS name (kube-proxy, cluster DNS, pod traffic between nodes)
+#   hack/kind.sh multinode
+#                        a DaemonSet on every node, topology spread, a worker's agent stopped (NotReady, tainted,
+#                        its pods evicted and replaced, then back), kubectl drain (hack/kind/multinode.yaml)
+#   hack/kind.sh takeover
+#                        a cluster of kubelet nodes whose workers are handed to nodelet through deploy/kind
+#                        (docs/deploy.md) with no container restarted, then the smoke check
 #   hack/kind.sh boot    starts one node container of the image and checks that systemd brings containerd up
 #   hack/kind.sh conformance
 #                        the CNCF conformance suite ([Conformance], the [Serial] specs alone after the rest) on
@@ -318,11 +324,17 @@ cluster_config() {
   if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
     patches+=('  kind: KubeletConfiguration\n  failCgroupV1: false\n')
   fi
+  local init_args='' join_args=''
   if [ -n "${AGENT_VERBOSITY:-}" ]; then
-    for i in InitConfiguration JoinConfiguration; do
-      patches+=("  kind: $i\n  nodeRegistration:\n    kubeletExtraArgs:\n    - name: v\n      value: \"$AGENT_VERBOSITY\"\n")
-    done
+    init_args="    - name: v\n      value: \"$AGENT_VERBOSITY\"\n" join_args=$init_args
   fi
+  # KIND_TAKEOVER=1: the workers' kubelets hand their node over to whoever takes their lock file
+  # (deploy/kind/kind-config.yaml).
+  if [ "${KIND_TAKEOVER:-0}" = 1 ]; then
+    join_args+="    - name: lock-file\n      value: /var/run/kubelet.lock\n    - name: exit-on-lock-contention\n      value: \"true\"\n"
+  fi
+  [ -z "$init_args" ] || patches+=("  kind: InitConfiguration\n  nodeRegistration:\n    kubeletExtraArgs:\n$init_args")
+  [ -z "$join_args" ] || patches+=("  kind: JoinConfiguration\n  nodeRegistration:\n    kubeletExtraArgs:\n$join_args")
   [ ${#patches[@]} -gt 0 ] || return 0
   printf 'kubeadmConfigPatches:\n'
   for i in "${patches[@]}"; do printf -- "- |\n$i"; done
@@ -384,6 +396,135 @@ smoke() {
   answers=$(kind_kubectl logs smoke-client)
   log "smoke passed: the client on the control plane reached all $replicas replicas through smoke-web.default.svc.cluster.local:"
   printf '%s\n' "$answers" | sed 's/^/    /' >&2
+}
+
+# wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds, once a second; dies after SECONDS.
+wait_for() {
+  local limit=$1 what=$2 start=$SECONDS
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ $((SECONDS - start)) -lt "$limit" ] || die "$what: not within $limit s"
+    sleep 1
+  done
+}
+not() { ! "$@"; }
+node_ready() { [ "$(kind_kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+node_tainted() { kind_kubectl get node "$1" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' | grep -qxF "$2"; }
+pod_terminating() { [ -n "$(kind_kubectl get "$1" -o jsonpath='{.metadata.deletionTimestamp}')" ]; }
+# running_on NODE ID: whether containerd on NODE runs a task of container ID.
+running_on() { podman exec "$1" ctr -n k8s.io tasks ls 2>/dev/null | awk -v id="$2" '$1 == id && $3 == "RUNNING" { found = 1 } END { exit !found }'; }
+pod_gone() { [ -z "$(kind_kubectl get "$1" --ignore-not-found -o name)" ]; }
+web_ready() { [ "$(kind_kubectl get deployment multinode-web -o jsonpath='{.status.readyReplicas}')" = "$1" ]; }
+# pods_on APP NODE: the pods of APP on NODE that are not being deleted, one line each: name, container ID,
+# restart count.
+pods_on() {
+  kind_kubectl get pods -l "app=$1" --field-selector "spec.nodeName=$2" \
+    -o jsonpath='{range .items[*]}{.metadata.name}|{.metadata.deletionTimestamp}|{.status.containerStatuses[0].containerID}|{.status.containerStatuses[0].restartCount}{"\n"}{end}' |
+    awk -F'|' '$2 == "" { print $1, $3, $4 }'
+}
+
+# multinode: what a cluster of several nodes does that one node never shows, checked on the cluster
+# (hack/kind/multinode.yaml): a DaemonSet runs a pod on every node; a Deployment spreads over the workers;
+# a worker whose node agent stops goes NotReady, is tainted unreachable, its pods are evicted (they tolerate it
+# for 10 s) and replaced on another worker, and when the agent is back the node is Ready, untainted, the
+# evicted pods' containers are gone from it and its DaemonSet pod kept its container; `kubectl drain` of the
+# other worker moves its pods off it and leaves its DaemonSet pod. Prints the times each step took.
+multinode() {
+  local workers replicas nodes worker other before after evicted cid t0 t_notready t_taint t_evict t_replaced t_ready t_gone
+  workers=$(kind_kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o jsonpath='{.items[*].metadata.name}')
+  replicas=$(wc -w <<<"$workers")
+  [ "$replicas" -ge 2 ] || die "multinode needs two workers or more, the cluster has $replicas"
+  nodes=$(kind_kubectl get nodes -o name | grep -c .)
+  worker=${workers%% *} other=$(cut -d' ' -f2 <<<"$workers")
+  sed -e "s|BUSYBOX_IMAGE|$BUSYBOX_IMAGE|" -e "s|REPLICAS|$replicas|" "$here/kind/multinode.yaml" | kind_kubectl apply -f - >/dev/null
+  trap 'kind_kubectl uncordon "$other" >/dev/null 2>&1; kind_kubectl delete -f "$here/kind/multinode.yaml" --ignore-not-found --wait=false >/dev/null 2>&1' RETURN
+  kind_kubectl rollout status daemonset/multinode-ds --timeout=180s >/dev/null || die "multinode-ds did not roll out"
+  kind_kubectl rollout status deployment/multinode-web --timeout=180s >/dev/null || die "multinode-web did not roll out"
+  [ "$(kind_kubectl get pods -l app=multinode-ds --field-selector status.phase=Running -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | grep -c .)" = "$nodes" ] ||
+    die "multinode-ds: not a Running pod on each of the $nodes nodes"
+  log "DaemonSet: a Running pod on each of the $nodes nodes"
+  [ "$(kind_kubectl get pods -l app=multinode-web -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | grep -c .)" = "$replicas" ] ||
+    die "multinode-web: $replicas replicas not spread over the $replicas workers"
+  log "topology spread: multinode-web has one replica on each of the $replicas workers"
+
+  before=$(pods_on multinode-ds "$worker")
+  evicted=pod/$(pods_on multinode-web "$worker" | cut -d' ' -f1)
+  cid=$(pods_on multinode-web "$worker" | cut -d' ' -f2) cid=${cid#*://}
+  log "stopping the node agent of $worker ($evicted runs there)"
+  t0=$SECONDS
+  podman exec "$worker" systemctl stop kubelet
+  wait_for 180 "$worker NotReady" not node_ready "$worker"
+  t_notready=$((SECONDS - t0))
+  wait_for 60 "$worker tainted unreachable" node_tainted "$worker" node.kubernetes.io/unreachable
+  t_taint=$((SECONDS - t0))
+  wait_for 60 "$evicted evicted" pod_terminating "$evicted"
+  t_evict=$((SECONDS - t0))
+  wait_for 120 "multinode-web replaced on another worker" web_ready "$replicas"
+  t_replaced=$((SECONDS - t0))
+  running_on "$worker" "$cid" || die "$evicted's container stopped while the agent was away"
+  log "$worker NotReady after ${t_notready} s, tainted unreachable after ${t_taint} s, $evicted evicted after ${t_evict} s (its container runs on: nobody can stop it), its replacement ready after ${t_replaced} s"
+  t0=$SECONDS
+  podman exec "$worker" systemctl start kubelet
+  wait_for 120 "$worker Ready again" node_ready "$worker"
+  t_ready=$((SECONDS - t0))
+  wait_for 60 "$worker untainted" not node_tainted "$worker" node.kubernetes.io/unreachable
+  wait_for 120 "$evicted deleted" pod_gone "$evicted"
+  t_gone=$((SECONDS - t0))
+  ! running_on "$worker" "$cid" || die "$evicted's container still runs on $worker"
+  after=$(pods_on multinode-ds "$worker")
+  [ "$before" = "$after" ] || die "the DaemonSet pod of $worker changed while its agent was away: '$before' then '$after'"
+  log "agent of $worker started: Ready and untainted after ${t_ready} s, $evicted stopped and deleted after ${t_gone} s, the DaemonSet pod kept its container ($(cut -d' ' -f2 <<<"$after" | cut -c1-25)…, restarts $(cut -d' ' -f3 <<<"$after"))"
+
+  before=$(pods_on multinode-ds "$other")
+  t0=$SECONDS
+  kind_kubectl drain "$other" --ignore-daemonsets --delete-emptydir-data --timeout=180s >/dev/null || die "kubectl drain $other failed"
+  wait_for 120 "multinode-web ready off $other" web_ready "$replicas"
+  [ -z "$(pods_on multinode-web "$other")" ] || die "multinode-web still has pods on the drained $other"
+  after=$(pods_on multinode-ds "$other")
+  [ "$before" = "$after" ] || die "kubectl drain changed the DaemonSet pod of $other: '$before' then '$after'"
+  log "kubectl drain $other: its pods moved off it, multinode-web ready on the other workers after $((SECONDS - t0)) s, the DaemonSet pod stayed"
+  kind_kubectl uncordon "$other" >/dev/null
+  log "multinode passed"
+}
+
+# worker_containers WORKERS: every container of the pods on WORKERS but nodelet's own, a line each: the pod,
+# its node, then each container's ID and restart count.
+worker_containers() {
+  kind_kubectl get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.spec.nodeName}{range .status.containerStatuses[*]} {.containerID} {.restartCount}{end}{"\n"}{end}' |
+    awk -v w="$1" 'BEGIN { n = split(w, a, " "); for (i = 1; i <= n; i++) on[a[i]] = 1 } ($2 in on) && $1 !~ /^nodelet-system\// { print }' | sort
+}
+agent_is_nodelet() { node_ready "$1" && kind_kubectl get node "$1" -o jsonpath='{.status.nodeInfo.kubeletVersion}' | grep -q nodelet; }
+
+# takeover: docs/deploy.md's DaemonSet takeover on a cluster of kubelet nodes whose workers' kubelets take
+# --lock-file and --exit-on-lock-contention (KIND_TAKEOVER=1): nodelet's image (make image) loaded with kind
+# load, deploy/kind applied; every worker must be handed to nodelet with no container restarted (each container
+# of each pod on the workers keeps its ID and restart count), and the smoke check passes after. The cluster is
+# left up, its workers run by nodelet (hack/kind.sh conformance runs the suite on it).
+takeover() {
+  local kind workers w before after start tar=$REPO_ROOT/bin/nodelet-image.tar
+  kind=$(kind_bin)
+  (cd "$REPO_ROOT" && make -s image IMAGE_TAG=nodelet:dev >/dev/null) || die "make image failed"
+  down >/dev/null 2>&1 || true
+  KIND_TAKEOVER=1 KIND_REGISTRY_HOSTS=1 CONTROL_PLANE_AGENT=kubelet WORKER_AGENT=kubelet up
+  KIND_EXPERIMENTAL_PROVIDER=podman "$kind" load image-archive "$tar" --name "$KIND_CLUSTER" >&2 || die "kind load image-archive failed"
+  workers=$(kind_kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o jsonpath='{.items[*].metadata.name}')
+  sed -e "s|BUSYBOX_IMAGE|$BUSYBOX_IMAGE|" -e "s|REPLICAS|$(wc -w <<<"$workers")|" "$here/kind/smoke.yaml" | kind_kubectl apply -f - >/dev/null
+  kind_kubectl rollout status deployment/smoke-web --timeout=120s >/dev/null || die "smoke-web did not roll out"
+  before=$(mktemp) after=$(mktemp)
+  trap 'rm -f "$before" "$after"' RETURN
+  worker_containers "$workers" >"$before"
+  log "kubelet workers $workers: $(grep -c . "$before") pods; applying deploy/kind"
+  start=$SECONDS
+  kind_kubectl apply -k "$REPO_ROOT/deploy/kind" >/dev/null
+  for w in $workers; do wait_for 300 "$w run by nodelet" agent_is_nodelet "$w"; done
+  log "every worker Ready under nodelet $((SECONDS - start)) s after deploy/kind was applied"
+  kind_kubectl rollout status deployment/smoke-web --timeout=120s >/dev/null || die "smoke-web not ready under nodelet"
+  worker_containers "$workers" >"$after"
+  if ! diff "$before" "$after" >&2; then
+    die "takeover: containers on the workers differ (above)"
+  fi
+  log "takeover: no container restarted ($(awk '{ n += (NF - 2) / 2 } END { print n }' "$after") containers of $(grep -c . "$after") pods kept their IDs and restart counts)"
+  smoke
 }
 
 # hydrophone_bin: SIG Testing's conformance runner, from the module proxy.
@@ -495,8 +636,10 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   smoke) smoke ;;
+  multinode) multinode ;;
+  takeover) takeover ;;
   boot) boot ;;
   conformance) conformance ;;
   judge) judge ;;
-  *) die "usage: hack/kind.sh image|up|down|smoke|boot|conformance|judge" ;;
+  *) die "usage: hack/kind.sh image|up|down|smoke|multinode|takeover|boot|conformance|judge" ;;
 esac
