@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/dra"
+	"github.com/nodelet/nodelet/podcertificates"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime/pleg"
@@ -41,6 +42,9 @@ type apiAccess interface {
 	podDeps(ctx context.Context, a *Agent, deps *podlifecycle.Deps) error
 	// volumeObjects gives the volume manager the API objects volumes are made from.
 	volumeObjects(a *Agent, m *volumes.Manager)
+	// podCertificates is the issuer of the pods' podCertificate projections (nil: none without an API
+	// server).
+	podCertificates(a *Agent, rec record.EventRecorder) (*podcertificates.Manager, error)
 	// csiObjects gives the CSI node side the CSINode, Node and CSIDriver objects.
 	csiObjects(a *Agent, opts *csi.Options)
 	// claimObjects gives the DRA manager the ResourceClaims and this node's ResourceSlices.
@@ -111,6 +115,19 @@ func (remoteAPI) volumeObjects(a *Agent, m *volumes.Manager) {
 	m.Objects, m.CSIObjects, m.ClaimStatus = objs, objs, objs
 }
 
+// podCertificates: PodCertificateRequests created with the node's credentials, as the kubelet's, for the
+// pods of the node's pod informer.
+func (remoteAPI) podCertificates(a *Agent, rec record.EventRecorder) (*podcertificates.Manager, error) {
+	cs, err := kubernetes.NewForConfig(a.mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	return podcertificates.New(podcertificates.Options{Client: cs, NodeName: a.cfg.NodeName, Recorder: rec, Clock: a.clock(),
+		Pods: func(ctx context.Context) (podcertificates.PodInformer, error) {
+			return a.mgr.GetCache().GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
+		}})
+}
+
 func (remoteAPI) csiObjects(a *Agent, opts *csi.Options) {
 	opts.Reader, opts.Writer, opts.CSIDrivers = a.mgr.GetAPIReader(), a.mgr.GetClient(), a.mgr.GetClient()
 }
@@ -142,12 +159,15 @@ func (remoteAPI) setup(ctx context.Context, a *Agent, recorder record.EventRecor
 // are only logged, volumes get no API objects (noAPI answers every look-up with an error).
 type withoutAPI struct{}
 
-func (withoutAPI) standalone() bool                                      { return true }
-func (withoutAPI) clientset(*rest.Config) (kubernetes.Interface, error)  { return nil, nil }
-func (withoutAPI) recordTo(record.EventBroadcaster, *rest.Config) error  { return nil }
-func (withoutAPI) podSources(*Agent) []source.Source                     { return nil }
-func (withoutAPI) volumeObjects(*Agent, *volumes.Manager)                {}
-func (withoutAPI) csiObjects(*Agent, *csi.Options)                       {}
+func (withoutAPI) standalone() bool                                     { return true }
+func (withoutAPI) clientset(*rest.Config) (kubernetes.Interface, error) { return nil, nil }
+func (withoutAPI) recordTo(record.EventBroadcaster, *rest.Config) error { return nil }
+func (withoutAPI) podSources(*Agent) []source.Source                    { return nil }
+func (withoutAPI) volumeObjects(*Agent, *volumes.Manager)               {}
+func (withoutAPI) csiObjects(*Agent, *csi.Options)                      {}
+func (withoutAPI) podCertificates(*Agent, record.EventRecorder) (*podcertificates.Manager, error) {
+	return nil, nil
+}
 func (withoutAPI) claimObjects(*Agent, *dra.Options)                     {}
 func (withoutAPI) apiPods(context.Context, *Agent) ([]corev1.Pod, error) { return nil, nil }
 

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -112,7 +114,7 @@ func (host) plegOptions(a *Agent) pleg.Options {
 	return o
 }
 
-// podParts: probes over the network and the runtime, the volume manager, the DRA manager, pod cgroups,
+// podParts: probes over the network and the runtime, the volume manager and its pod certificates, the DRA manager, pod cgroups,
 // pull records, the device manager, user namespaces, graceful node shutdown.
 func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecorder, connector *runtime.Connector) (*probes.Manager, error) {
 	a.volumeMgr = h.volumes(a, deps.Node)
@@ -126,6 +128,9 @@ func (h host) podParts(a *Agent, deps *podlifecycle.Deps, rec record.EventRecord
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return h.cleanUpStagedVolumes(ctx, a) }))
 	if err := a.volumeMgr.RegisterMetrics(a.opts.Metrics); err != nil {
 		return nil, fmt.Errorf("register volume metrics: %w", err)
+	}
+	if err := h.podCertificates(a, rec); err != nil {
+		return nil, err
 	}
 	if err := h.hardening(a, deps, rec, connector); err != nil {
 		return nil, err
@@ -245,3 +250,23 @@ func (p simulated) renewLease(mgr ctrl.Manager, lease *controllers.LeaseControll
 }
 
 func (simulated) simulated() bool { return true }
+
+// podCertificates gives the volume manager the issuer of podCertificate projections, when there is an API
+// server to request them from, and serves its kubelet_podcertificate_states (where another node of the
+// process registered the gauge first, that node's is served).
+func (host) podCertificates(a *Agent, rec record.EventRecorder) error {
+	pc, err := a.api.podCertificates(a, rec)
+	if err != nil || pc == nil {
+		return err
+	}
+	a.volumeMgr.PodCertificates = pc
+	if err := a.opts.Metrics.Register(pc.Collector()); err != nil && !isAlreadyRegistered(err) {
+		return fmt.Errorf("register pod certificate metrics: %w", err)
+	}
+	return a.mgr.Add(pc)
+}
+
+func isAlreadyRegistered(err error) bool {
+	_, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
+	return ok
+}

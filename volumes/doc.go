@@ -1,7 +1,7 @@
 // Package volumes prepares and tears down the volumes of the pods bound to this node, as the kubelet's
 // volume manager and in-tree plugins do: emptyDir (on disk, or tmpfs for medium Memory), hostPath (with
 // its type checks), configMap, secret, downwardAPI and projected volumes (configMap, secret, downwardAPI
-// and service account token sources), inline CSI volumes, and persistentVolumeClaim and generic
+// service account token, clusterTrustBundle and podCertificate sources), inline CSI volumes, and persistentVolumeClaim and generic
 // ephemeral volumes. It also prepares the CRI mounts of a container: readOnly, subPath and subPathExpr
 // (bind-mounted safely under the pod's volume-subpaths directory), mount propagation and recursive
 // read-only mounts.

@@ -127,6 +127,9 @@ type Manager struct {
 	AttachedVolumes func(ctx context.Context) ([]corev1.AttachedVolume, error)
 	// ClaimStatus patches claims' status (node expansion); nil: volumes are not expanded on this node.
 	ClaimStatus ClaimStatusWriter
+	// PodCertificates issues the credentials of podCertificate projections; nil: such a projection fails
+	// its volume.
+	PodCertificates PodCertificates
 	// Recorder records the volume events of pods and claims (FileSystemResizeSuccessful); nil: none.
 	Recorder record.EventRecorder
 	// InUseChanged, if set, is called when the set of volumes to report in use changes: the node's

@@ -9,11 +9,12 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
-// errClusterTrustBundle: a clusterTrustBundle projection with no TrustBundles to read them from (a node
-// without an API server); errPodCertificate: a projection nodelet does not implement.
+// errClusterTrustBundle: a clusterTrustBundle projection with no TrustBundles to read them from;
+// errPodCertificate: a podCertificate projection with no PodCertificates to issue them (a node without
+// an API server).
 var (
 	errClusterTrustBundle = errors.New("clusterTrustBundle projection is not supported")
-	errPodCertificate     = errors.New("podCertificate projection is not supported")
+	errPodCertificate     = errors.New("podCertificate projection is not supported: the node has no API server to request certificates from")
 )
 
 // setUpProjected gathers the sources of a projected volume into one payload and writes it; a source
@@ -23,7 +24,7 @@ func (m sourceVolumes) setUpProjected(ctx context.Context, pod *corev1.Pod, name
 	payload := map[string]fileProjection{}
 	var errs []error
 	for i := range src.Sources {
-		part, err := m.srcv().projection(ctx, pod, &src.Sources[i], defaultMode, pv)
+		part, err := m.srcv().projection(ctx, pod, name, i, &src.Sources[i], defaultMode, pv)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -36,7 +37,7 @@ func (m sourceVolumes) setUpProjected(ctx context.Context, pod *corev1.Pod, name
 	return m.srcv().writeVolume(pod, name, projectionVolume, payload)
 }
 
-func (m sourceVolumes) projection(ctx context.Context, pod *corev1.Pod, p *corev1.VolumeProjection, defaultMode int32, pv *podVolumes) (map[string]fileProjection, error) {
+func (m sourceVolumes) projection(ctx context.Context, pod *corev1.Pod, volumeName string, sourceIndex int, p *corev1.VolumeProjection, defaultMode int32, pv *podVolumes) (map[string]fileProjection, error) {
 	switch {
 	case p.Secret != nil:
 		return m.srcv().secretPayload(ctx, pod.Namespace, p.Secret.Name, p.Secret.Items, p.Secret.Optional, defaultMode)
@@ -49,7 +50,7 @@ func (m sourceVolumes) projection(ctx context.Context, pod *corev1.Pod, p *corev
 	case p.ClusterTrustBundle != nil:
 		return m.srcv().trustBundlePayload(ctx, pod, p.ClusterTrustBundle, defaultMode)
 	case p.PodCertificate != nil:
-		return nil, errPodCertificate
+		return m.srcv().podCertificatePayload(ctx, pod, volumeName, sourceIndex, p.PodCertificate, defaultMode)
 	}
 	return nil, nil
 }
