@@ -3,7 +3,7 @@
 # version: kube-apiserver, kubectl, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and etcd; on request
 # the kubelet (`kubelet`), kubeadm and kube-proxy for kind node images (`kind`, `coredns VERSION`,
 # `flannel VERSION`), the upstream conformance suite with its test image binaries (`e2e`) and the conformance
-# image's go-runner (`gorunner`), and the storage parts:
+# image's go-runner (`gorunner`), the Aggregator spec's sample API server (`sampleapiserver`), and the storage parts:
 # CSI hostpath driver, sidecars, snapshot controller and local-path provisioner (`csi`).
 # setup-envtest cannot download here, so the module proxy is the only source. Re-runs are no-ops.
 # shellcheck source-path=SCRIPTDIR
@@ -111,6 +111,24 @@ build_go_runner() {
     cd "$w"
     mkdir -p "$E2E_BIN_DIR"
     CGO_ENABLED=0 go build -tags tools -trimpath -ldflags "-s -w" -o "$out.tmp" k8s.io/kubernetes/test/conformance/image/go-runner
+    mv "$out.tmp" "$out"
+  )
+  rm -rf "$w"
+}
+
+# build_sample_apiserver: k8s.io/sample-apiserver (the wardle.example.com API server the Aggregator conformance
+# spec registers) at the staging release, into $E2E_BIN_DIR, for the e2e sample-apiserver image.
+build_sample_apiserver() {
+  local out="$E2E_BIN_DIR/sample-apiserver"
+  [ -x "$out" ] && return 0
+  log "building k8s.io/sample-apiserver@${KUBE_STAGING_VERSION} into $out"
+  local w; w=$(mktemp -d)
+  (
+    cd "$w"
+    go mod init nodelet.local/sampleapiserver >/dev/null 2>&1
+    GOFLAGS=-mod=mod go get "k8s.io/sample-apiserver@${KUBE_STAGING_VERSION}" >/dev/null
+    mkdir -p "$E2E_BIN_DIR"
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out.tmp" k8s.io/sample-apiserver
     mv "$out.tmp" "$out"
   )
   rm -rf "$w"
@@ -415,8 +433,9 @@ case "${1:-all}" in
   deviceplugin) build_device_plugin ;;
   dradriver) build_dra_driver ;;
   gorunner) build_go_runner ;;
+  sampleapiserver) build_sample_apiserver ;;
   all) build_etcd; build_kube; build_busybox; build_device_plugin; build_dra_driver ;;
-  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|kind|coredns VERSION|flannel VERSION|e2e|containerd2|busybox|csi|deviceplugin|dradriver|gorunner]" ;;
+  *) die "usage: build-testbins.sh [all|kube|etcd|kubelet|kind|coredns VERSION|flannel VERSION|e2e|containerd2|busybox|csi|deviceplugin|dradriver|gorunner|sampleapiserver]" ;;
 esac
 # envtest wants etcd, kube-apiserver and kubectl in one folder.
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ] && [ -x "$ETCD_BIN_DIR/etcd" ]; then

@@ -548,6 +548,7 @@ serve_test_images() {
   TEST_REGISTRY=$gw:$KIND_TEST_REGISTRY_PORT
   bash "$here/build-testbins.sh" e2e >&2
   bash "$here/build-testbins.sh" gorunner >&2
+  bash "$here/build-testbins.sh" sampleapiserver >&2
   [ -x "$BUSYBOX_BIN_DIR/busybox" ] || bash "$here/build-testbins.sh" busybox >&2
   build_tools
   log "serving the e2e test images and registry.k8s.io/conformance:$KUBE_VERSION on $TEST_REGISTRY"

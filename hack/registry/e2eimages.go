@@ -24,6 +24,17 @@ func init() {
 	served["nautilus"] = []string{"e2e-test-images/nautilus:1.8"}
 	// 1.7 is the image manifest's name, 1.8.0 the one of the DaemonSet the DRA extended resource specs deploy.
 	served["sample-device-plugin"] = []string{"e2e-test-images/sample-device-plugin:1.7", "e2e-test-images/sample-device-plugin:1.8.0"}
+	served["sample-apiserver"] = []string{"e2e-test-images/sample-apiserver:1.29.2"}
+}
+
+// sampleAPIServerImage is the upstream sample-apiserver image (test/images/sample-apiserver): the busybox tree
+// and /sample-apiserver, its entrypoint (k8s.io/sample-apiserver, built by build-testbins.sh sampleapiserver).
+func sampleAPIServerImage(root []entry, bin string) (*ociImage, error) {
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	return image(merge(root, []entry{file("sample-apiserver", 0o755, b)}), v1.Config{Entrypoint: []string{"/sample-apiserver"}, Env: []string{defaultPath}})
 }
 
 // devicePluginImage is the upstream sample device plugin's image (test/images/sample-device-plugin): the
@@ -37,8 +48,8 @@ func devicePluginImage(root []entry, bin string) (*ociImage, error) {
 	return image(files, v1.Config{Entrypoint: []string{"/sampledeviceplugin", "-alsologtostderr"}, Env: []string{defaultPath}})
 }
 
-// addE2EImages builds agnhost, nonroot, nonewprivs, glibc-dns-testing, kitten, nautilus and nginx on top of the
-// busybox tree.
+// addE2EImages builds agnhost, nonroot, nonewprivs, glibc-dns-testing, kitten, nautilus, nginx and
+// sample-apiserver on top of the busybox tree.
 func addE2EImages(images map[string]*ociImage, root []entry, src sources) error {
 	agnTree, err := agnhostTree(root, src)
 	if err != nil {
@@ -80,6 +91,14 @@ func addE2EImages(images map[string]*ociImage, root []entry, src sources) error 
 			}
 			images[name] = img
 		}
+	}
+	// The Aggregator spec's API server, when built (build-testbins.sh sampleapiserver).
+	if bin := filepath.Join(src.e2eBin, "sample-apiserver"); fileExists(bin) {
+		img, err := sampleAPIServerImage(root, bin)
+		if err != nil {
+			return fmt.Errorf("sample-apiserver: %w", err)
+		}
+		images["sample-apiserver"] = img
 	}
 	// nginx comes from the distribution (build-testbins.sh e2e fetches it); a folder without it serves the rest.
 	if _, err := os.Stat(filepath.Join(src.e2eBin, "nginx")); err == nil {
@@ -271,4 +290,9 @@ func remove(files []entry, name string) []entry {
 		}
 	}
 	return out
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
