@@ -5,6 +5,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -72,6 +73,7 @@ func newRESTMapper() meta.RESTMapper {
 	add(corev1.SchemeGroupVersion, meta.RESTScopeRoot, "Node", "Namespace", "PersistentVolume")
 	add(storagev1.SchemeGroupVersion, meta.RESTScopeRoot, "CSINode", "CSIDriver", "VolumeAttachment")
 	add(coordinationv1.SchemeGroupVersion, meta.RESTScopeNamespace, "Lease")
+	add(certificatesv1.SchemeGroupVersion, meta.RESTScopeRoot, "ClusterTrustBundle")
 	add(nodev1.SchemeGroupVersion, meta.RESTScopeRoot, "RuntimeClass")
 	add(authenticationv1.SchemeGroupVersion, meta.RESTScopeRoot, "TokenReview")
 	add(authorizationv1.SchemeGroupVersion, meta.RESTScopeRoot, "SubjectAccessReview")

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"testing"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,15 +38,17 @@ func TestTransformAPIPod(t *testing.T) {
 	}
 }
 
-// TestRESTMapperMapsWhatVolumesRead: the volume manager reads claims, volumes and the CSI objects by kind;
+// TestRESTMapperMapsWhatVolumesRead: the volume manager reads claims, volumes, the CSI objects and
+// ClusterTrustBundles by kind;
 // the static mapper must know them with their scope, or every read fails with "no matches for kind".
 func TestRESTMapperMapsWhatVolumesRead(t *testing.T) {
 	cases := map[schema.GroupVersionKind]meta.RESTScopeName{
-		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"): meta.RESTScopeNameNamespace,
-		corev1.SchemeGroupVersion.WithKind("PersistentVolume"):      meta.RESTScopeNameRoot,
-		storagev1.SchemeGroupVersion.WithKind("CSINode"):            meta.RESTScopeNameRoot,
-		storagev1.SchemeGroupVersion.WithKind("CSIDriver"):          meta.RESTScopeNameRoot,
-		storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"):   meta.RESTScopeNameRoot,
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"):      meta.RESTScopeNameNamespace,
+		corev1.SchemeGroupVersion.WithKind("PersistentVolume"):           meta.RESTScopeNameRoot,
+		storagev1.SchemeGroupVersion.WithKind("CSINode"):                 meta.RESTScopeNameRoot,
+		storagev1.SchemeGroupVersion.WithKind("CSIDriver"):               meta.RESTScopeNameRoot,
+		storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"):        meta.RESTScopeNameRoot,
+		certificatesv1.SchemeGroupVersion.WithKind("ClusterTrustBundle"): meta.RESTScopeNameRoot,
 	}
 	for gvk, scope := range cases {
 		m, err := controllers.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)

@@ -16,10 +16,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-var _ = Describe("Pod certificates", func() {
+var _ = Describe("Pod certificates and trust bundles", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
@@ -77,5 +78,34 @@ var _ = Describe("Pod certificates", func() {
 			g.Expect(log).To(ContainSubstring(" F 1\n"), "one private key in the bundle")
 		}, 60*time.Second).Should(Succeed())
 		report("podCertificate: pod created → Running with its issued certificate in %.1fs (signer answered by the test)", time.Since(start).Seconds())
+	})
+
+	It("projects a ClusterTrustBundle chosen by signer and labels into a pod", func() {
+		ctx := context.Background()
+		_, key, err := ed25519.GenerateKey(rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		now := time.Now().Truncate(time.Second)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(9), Subject: pkix.Name{CommonName: "e2e-ca-" + ns}, NotBefore: now,
+			NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+		Expect(err).NotTo(HaveOccurred())
+		ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+		const signer = "e2e.nodelet.dev/bundles"
+		ctb := &certificatesv1.ClusterTrustBundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e.nodelet.dev:bundles:" + ns, Labels: map[string]string{"e2e": ns}},
+			Spec:       certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: ca}}
+		Expect(k8s.Create(ctx, ctb)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(context.Background(), ctb) })
+		create(shPod(ns, "bundle", `cat /bundle/ca.pem; sleep 3600`, func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "bundle", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: ptr.To(signer),
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e": ns}}, Path: "ca.pem"}}}}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "bundle", MountPath: "/bundle"}}
+		}))
+		Eventually(func(g Gomega) {
+			p := getPod(g, ns, "bundle")
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(containerLog(p, "main", 0)).To(ContainSubstring(strings.Split(strings.TrimSpace(ca), "\n")[1]))
+		}, 60*time.Second).Should(Succeed())
 	})
 })
