@@ -39,7 +39,7 @@ func TestControllers(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	// Waits on a loaded 2-core machine (CI runs the suites beside other work) need more than Gomega's 1 s.
-	SetDefaultEventuallyTimeout(5 * time.Second)
+	SetDefaultEventuallyTimeout(15 * time.Second)
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// The API server runs as a real cluster's does, so the agent is tested with a node's own rights.
 	var err error

@@ -34,7 +34,7 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// A whole agent under -race, beside the other packages' tests: Gomega's default of 1 s is too short for
 	// a chain of syncs (what must not happen within a period is checked on a fake clock: podlifecycle/clock_test.go, agent_test.go).
-	SetDefaultEventuallyTimeout(5 * time.Second)
+	SetDefaultEventuallyTimeout(15 * time.Second)
 	// The API server runs as a real cluster's does, so the agent is tested with a node's own rights.
 	var err error
 	var adminCfg *rest.Config
