@@ -8,7 +8,9 @@ import (
 
 // metrics are the syncer's own metrics.
 type metrics struct {
-	sandboxDuration prometheus.Histogram
+	// The kubelet's: RunPodSandbox calls' duration and errors, by RuntimeClass handler.
+	sandboxDuration *prometheus.HistogramVec
+	sandboxErrors   *prometheus.CounterVec
 	containerStarts prometheus.Counter
 	podStateReads   *prometheus.CounterVec
 	// The kubelet's: sandbox creations tried, of them for user namespaced pods, and the syncs of those that
@@ -68,8 +70,11 @@ func containerTypeLabel(kind runtime.ContainerKind) string {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		sandboxDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "nodelet", Name: "run_podsandbox_duration_seconds",
-			Help: "Duration of RunPodSandbox as seen by the pod worker.", Buckets: prometheus.DefBuckets}),
+		sandboxDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "run_podsandbox_duration_seconds",
+			Help:    "Duration in seconds of the run_podsandbox operations. Broken down by RuntimeClass.Handler.",
+			Buckets: prometheus.DefBuckets}, []string{"runtime_handler"}),
+		sandboxErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "run_podsandbox_errors_total",
+			Help: "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler."}, []string{"runtime_handler"}),
 		containerStarts: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "nodelet", Name: "container_starts_total",
 			Help: "Containers started by the agent."}),
 		podStateReads: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "nodelet", Name: "pod_state_reads_total",
@@ -97,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "The number of times lifecycle sleep handler got terminated before it finishes"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sandboxDuration, m.containerStarts, m.podStateReads, m.startedPods, m.startedUserNamespacedPods,
+		reg.MustRegister(m.sandboxDuration, m.sandboxErrors, m.containerStarts, m.podStateReads, m.startedPods, m.startedUserNamespacedPods,
 			m.userNamespacedPodErrors, m.startedPodsErrors, m.startedContainers, m.startedContainerErrors, m.imagePullDuration,
 			m.resizeDuration, m.httpFallbacks, m.sleepTerminated)
 	}

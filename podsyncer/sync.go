@@ -241,7 +241,10 @@ func (s *Syncer) createSandbox(ctx context.Context, ps *PodState, pod *corev1.Po
 	if err == nil {
 		start := s.clock.Now()
 		id, err = s.cri.RunPodSandbox(ctx, cfg, handler)
-		s.metrics.sandboxDuration.Observe(s.clock.Since(start).Seconds())
+		s.metrics.sandboxDuration.WithLabelValues(handler).Observe(s.clock.Since(start).Seconds())
+		if err != nil {
+			s.metrics.sandboxErrors.WithLabelValues(handler).Inc()
+		}
 	}
 	if err != nil {
 		s.usernsStartFailed(ps)

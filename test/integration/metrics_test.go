@@ -10,6 +10,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -36,6 +38,8 @@ var _ = Describe("The kubelet's metrics", func() {
 		Expect(metricSeries(b, "kubelet_pod_start_total_duration_seconds")).To(Equal(map[string]float64{"": 1}))
 		Expect(metricSeries(b, "kubelet_image_pull_duration_seconds")).To(Equal(map[string]float64{"image_size_in_bytes=10MB-100MB": 1}))
 		Expect(metricSeries(b, "kubelet_containers_per_pod_count")).To(Equal(map[string]float64{"": 1}))
+		Expect(metricSeries(b, "kubelet_run_podsandbox_duration_seconds")).To(Equal(map[string]float64{"runtime_handler=": 1}))
+		Expect(metricSeries(b, "kubelet_run_podsandbox_errors_total")).To(BeEmpty())
 		Expect(metricSeries(b, "kubelet_pod_status_sync_duration_seconds")[""]).To(BeNumerically(">=", 1))
 		Expect(metricSeries(b, "kubelet_active_pods")).To(Equal(map[string]float64{"static=": 1, "static=true": 0}))
 		Expect(metricSeries(b, "kubelet_desired_pods")).To(Equal(map[string]float64{"static=": 1, "static=true": 0}))
@@ -46,6 +50,21 @@ var _ = Describe("The kubelet's metrics", func() {
 			"phase=Admitted": 1, "phase=VolumesReady": 1, "phase=SandboxReady": 1, "phase=ImageReady": 1,
 			"phase=ContainerCreated": 1, "phase=ContainerStarted": 1, "phase=Ready": 1,
 		}))
+	})
+
+	It("count the runtime's failures to run a sandbox, by handler", func() {
+		nodeName, ns := "metrics-"+utilrand.String(6), "ns-"+utilrand.String(6)
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		rt, cri := startFakeRuntime()
+		rt.AddImage("docker.io/library/busybox:latest", 1<<20)
+		rt.InjectError("RunPodSandbox", status.Error(codes.Internal, "failed to setup network for sandbox"))
+		b := newPodBed(nodeName, rt, cri)
+		Expect(admin.Create(ctx, busyboxPod(ns, "web", nodeName))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(metricSeries(b, "kubelet_run_podsandbox_errors_total")).To(HaveKeyWithValue("runtime_handler=", BeNumerically(">=", 1)))
+			g.Expect(metricSeries(b, "kubelet_started_pods_errors_total")).To(HaveKeyWithValue("", BeNumerically(">=", 1)))
+		}).Should(Succeed())
+		Expect(metricSeries(b, "kubelet_run_podsandbox_duration_seconds")).To(HaveKeyWithValue("runtime_handler=", BeNumerically(">=", 1)))
 	})
 })
 
