@@ -22,6 +22,8 @@ type podMetrics struct {
 	infeasibleResizes *prometheus.CounterVec
 	// orphanedRuntimePods counts the pods found in the runtime that no worker knew.
 	orphanedRuntimePods prometheus.Counter
+	// restartedPods counts the pods run again under a UID whose stop had begun (by static).
+	restartedPods *prometheus.CounterVec
 }
 
 // podStartupDurationBuckets are the kubelet's buckets of the pod start histograms.
@@ -52,10 +54,13 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 		orphanedRuntimePods: prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "kubelet", Name: "orphaned_runtime_pods_total",
 			Help: "Number of pods that have been detected in the container runtime without being already known to the pod worker. " +
 				"This typically indicates the kubelet was restarted while a pod was force deleted in the API or in the local configuration, which is unusual."}),
+		restartedPods: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "restarted_pods_total",
+			Help: "Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them " +
+				"(common for static pods, extremely uncommon for API pods)"}, []string{"static"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.workerDuration, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod, m.requestedResizes, m.infeasibleResizes,
-			m.orphanedRuntimePods)
+			m.orphanedRuntimePods, m.restartedPods)
 	}
 	return m
 }
@@ -147,10 +152,7 @@ func (c podCounts) count() podTally {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
 	for _, w := range c.r.workers {
-		static := ""
-		if w.pod != nil && podrules.IsStaticPod(w.pod) {
-			static = "true"
-		}
+		static := staticLabel(w.pod)
 		config := workerConfig(w)
 		if config == "desired" {
 			n.desired[static]++
@@ -168,6 +170,14 @@ func (c podCounts) count() podTally {
 		}
 	}
 	return n
+}
+
+// staticLabel is the static label of the kubelet's pod metrics: "true" for a static pod, else "".
+func staticLabel(pod *corev1.Pod) string {
+	if pod != nil && podrules.IsStaticPod(pod) {
+		return "true"
+	}
+	return ""
 }
 
 // workerConfig is the config label of a worker's pod: desired, orphan (no longer desired), or runtime_only

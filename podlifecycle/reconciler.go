@@ -254,6 +254,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the previous pod with this name to terminate", "podUID", desired.UID)
 		return ctrlResult(res), nil
 	}
+	if w := r.stoppedOrphan(desired.UID); w != nil {
+		// Desired again under the UID whose stop began when it was not: as the kubelet restarts a pod whose
+		// worker had finished, the stop completes and the pod starts again from a fresh worker.
+		done, wr := r.terminateOrphan(ctx, w)
+		res.Merge(wr)
+		if !done {
+			return ctrlResult(res), nil
+		}
+		r.metrics.restartedPods.WithLabelValues(staticLabel(desired)).Inc()
+		ctrl.LoggerFrom(ctx).Info("Pod will be restarted because it is desired again after its stop", "podUID", desired.UID)
+	}
 	w := r.workerFor(desired)
 	wr, err := r.syncWorker(ctx, w, desired)
 	res.Merge(wr)

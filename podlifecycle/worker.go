@@ -127,6 +127,18 @@ func (r *Reconciler) workerFor(pod *corev1.Pod) *podWorker {
 	return w
 }
 
+// stoppedOrphan is the worker of uid if its stop began because the pod was no longer desired (a static pod's
+// manifest taken away, a pod gone from the API), else nil.
+func (r *Reconciler) stoppedOrphan(uid types.UID) *podWorker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.workers[uid]
+	if w == nil || !w.orphaned.Load() || w.stage() == syncing {
+		return nil
+	}
+	return w
+}
+
 // forget drops a worker whose pod is fully gone.
 func (r *Reconciler) forget(w *podWorker) {
 	r.mu.Lock()

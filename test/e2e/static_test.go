@@ -100,6 +100,23 @@ var _ = Describe("Static pods", Ordered, func() {
 			g.Expect(runningByPodName("web-" + nodeName)).To(HaveLen(1))
 		}, 30*time.Second).Should(Succeed())
 
+		By("taking the manifest away and putting it back unchanged while the pod stops: it runs again")
+		current := mirrorPod(Default, "web")
+		Expect(os.Remove(filepath.Join(manifests(), "web.yaml"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := k8s.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "web-" + nodeName}, &corev1.Pod{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}, 30*time.Second, 20*time.Millisecond).Should(Succeed())
+		writeManifest(manifests(), "web.yaml", staticManifest("web", "sleep 3601")) // its grace period is 2 s
+		Eventually(func(g Gomega) {
+			p := mirrorPod(g, "web")
+			g.Expect(p.Annotations[mirrorAnnotation]).To(Equal(current.Annotations[mirrorAnnotation]))
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+			g.Expect(p.Status.ContainerStatuses[0].ContainerID).NotTo(Equal(current.Status.ContainerStatuses[0].ContainerID))
+			g.Expect(runningByPodName("web-" + nodeName)).To(HaveLen(1))
+		}, 30*time.Second).Should(Succeed())
+
 		By("removing the manifest: pod and mirror go")
 		Expect(os.Remove(filepath.Join(manifests(), "web.yaml"))).To(Succeed())
 		Eventually(func(g Gomega) {
