@@ -150,6 +150,11 @@ func (opts *Options) defaults() {
 	if opts.Metrics == nil {
 		opts.Metrics = ctrlmetrics.Registry
 	}
+	// The API client's families beside rest_client_requests_total, as the kubelet serves them: request
+	// latency by verb and host, request and response sizes, client-side rate limiting, retries. client-go
+	// reports to one process-wide set, in controller-runtime's registry.
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRequestLatency, ctrlmetrics.MetricRequestSize,
+		ctrlmetrics.MetricResponseSize, ctrlmetrics.MetricRateLimiterLatency, ctrlmetrics.MetricRequestRetry)
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = ctrl.Log
 	}

@@ -120,6 +120,9 @@ var _ = Describe("Node API through the API server", func() {
 		code, body := nodeGet("/metrics")
 		Expect(code).To(Equal(http.StatusOK))
 		Expect(body).To(ContainSubstring("kubelet_running_pods "), "the authorized /metrics serves them")
+		for _, family := range []string{"rest_client_requests_total", "rest_client_request_duration_seconds"} {
+			Expect(body).To(ContainSubstring("# TYPE "+family+" "), "the API client's %s, as the kubelet's", family)
+		}
 		for _, loop := range []string{"pleg-relist", "housekeeping", "eviction"} {
 			Expect(body).To(ContainSubstring(`nodelet_loop_cpu_seconds_total{loop="`+loop+`"}`), "what the %s loop costs", loop)
 		}
