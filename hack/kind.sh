@@ -250,14 +250,23 @@ build_image() {
 # kind_host: what kind's podman provider takes from the host. It mounts /lib/modules into every node, which
 # a machine whose kernel has no modules directory lacks; podman's default ulimits ask runc for more than a
 # machine without CAP_SYS_RESOURCE may have (podman caps nproc at 32768 for itself, then asks its
-# containers' default), so containers.conf sets them to what it can have.
+# containers' default), so containers.conf sets them to what it can have. podman also gives every container
+# on a network with DNS the search domain dns.podman, which the nodes pass on to their pods: a name tried in
+# it reaches aardvark-dns, which answers TCP queries with SERVFAIL, and a resolver stops at that (the DNS
+# conformance specs' `dig +tcp +search`). dns_searches "." leaves podman's domain out, as Docker's kind
+# nodes have none of Docker's.
 kind_host() {
   [ -d /lib/modules ] || install -d -m 0755 /lib/modules
   local conf=/etc/containers/containers.conf
+  install -d /etc/containers
+  grep -qs '^\[containers\]' "$conf" || printf '[containers]\n' >>"$conf"
   if ! grep -qs '^default_ulimits' "$conf"; then
-    install -d /etc/containers
-    printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=32768:32768"]\n' "$(ulimit -Hn)" "$(ulimit -Hn)" >>"$conf"
+    sed -i "/^\[containers\]/a default_ulimits = [\"nofile=$(ulimit -Hn):$(ulimit -Hn)\", \"nproc=32768:32768\"]" "$conf"
     log "set podman's default ulimits in $conf"
+  fi
+  if ! grep -qs '^dns_searches' "$conf"; then
+    sed -i '/^\[containers\]/a dns_searches = ["."]' "$conf"
+    log "left podman's DNS search domain out in $conf"
   fi
 }
 
