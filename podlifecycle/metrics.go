@@ -58,6 +58,9 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 			Help: "Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them " +
 				"(common for static pods, extremely uncommon for API pods)"}, []string{"static"}),
 	}
+	// The kubelet adds its housekeeping pass's count to both series each pass: they exist from the start.
+	m.restartedPods.WithLabelValues("true")
+	m.restartedPods.WithLabelValues("")
 	if reg != nil {
 		reg.MustRegister(m.workerDuration, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod, m.requestedResizes, m.infeasibleResizes,
 			m.orphanedRuntimePods, m.restartedPods)

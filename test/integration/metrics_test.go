@@ -46,6 +46,7 @@ var _ = Describe("The kubelet's metrics", func() {
 		Expect(metricSeries(b, "kubelet_working_pods")).To(HaveKeyWithValue("config=desired,lifecycle=sync,static=", 1.0))
 		Expect(metricSeries(b, "kubelet_mirror_pods")).To(Equal(map[string]float64{"": 0}))
 		Expect(metricSeries(b, "kubelet_managed_ephemeral_containers")).To(Equal(map[string]float64{"": 0}))
+		Expect(metricSeries(b, "kubelet_restarted_pods_total")).To(Equal(map[string]float64{"static=": 0, "static=true": 0}))
 		Eventually(func() map[string]float64 { return metricSeries(b, "nodelet_pod_start_phase_seconds") }).Should(Equal(map[string]float64{
 			"phase=Admitted": 1, "phase=VolumesReady": 1, "phase=SandboxReady": 1, "phase=ImageReady": 1,
 			"phase=ContainerCreated": 1, "phase=ContainerStarted": 1, "phase=Ready": 1,
