@@ -233,7 +233,7 @@ build_image() {
   tag=$(image_tag)
   tar=$(rootfs)
   tree=$(mktemp -d /var/tmp/kind-node.XXXXXX)
-  trap 'rm -rf "$tree"' RETURN
+  trap 'rm -rf "$tree"; trap - RETURN' RETURN
   tar -C "$tree" -xf "$tar"
   base_files "$tree"
   runtime_files "$tree"
@@ -280,7 +280,7 @@ boot() {
   podman run -d --name "$name" --privileged --cgroupns=private --tmpfs /run --tmpfs /tmp \
     --security-opt seccomp=unconfined --security-opt apparmor=unconfined -v /lib/modules:/lib/modules:ro \
     "$tag" >/dev/null
-  trap 'podman rm -f "$name" >/dev/null 2>&1 || true' RETURN
+  trap 'podman rm -f "$name" >/dev/null 2>&1 || true; trap - RETURN' RETURN
   for i in $(seq 60); do
     if podman exec "$name" ctr version >/dev/null 2>&1; then
       log "node up: $(podman exec "$name" systemctl is-system-running 2>/dev/null || true), containerd $(podman exec "$name" ctr version 2>/dev/null | awk '/Version/ { v = $2 } END { print v }')"
@@ -363,7 +363,7 @@ up() {
     podman image exists "$t" || die "no node image $t (hack/kind.sh image)"
   done
   config=$(mktemp)
-  trap 'rm -f "$config"' RETURN
+  trap 'rm -f "$config"; trap - RETURN' RETURN
   cluster_config >"$config"
   log "creating kind cluster $KIND_CLUSTER: control plane $CONTROL_PLANE_AGENT, $WORKERS workers $WORKER_AGENT"
   start=$(date +%s.%N)
@@ -390,7 +390,7 @@ smoke() {
   replicas=$(kind_kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o name | grep -c .)
   [ "$replicas" -gt 0 ] || die "no worker nodes"
   sed -e "s|BUSYBOX_IMAGE|$BUSYBOX_IMAGE|" -e "s|REPLICAS|$replicas|" "$here/kind/smoke.yaml" | kind_kubectl apply -f - >/dev/null
-  trap 'kind_kubectl delete -f "$here/kind/smoke.yaml" --ignore-not-found --wait=false >/dev/null 2>&1; kind_kubectl delete pod smoke-client --ignore-not-found --wait=false >/dev/null 2>&1' RETURN
+  trap 'kind_kubectl delete -f "$here/kind/smoke.yaml" --ignore-not-found --wait=false >/dev/null 2>&1; kind_kubectl delete pod smoke-client --ignore-not-found --wait=false >/dev/null 2>&1; trap - RETURN' RETURN
   kind_kubectl rollout status deployment/smoke-web --timeout=120s >/dev/null || die "smoke-web did not roll out"
   log "smoke-web: $(kind_kubectl get pods -l app=smoke-web -o jsonpath='{range .items[*]}{.metadata.name} on {.spec.nodeName}, {end}')"
   # The client asks until it has heard from every replica, or gives up after 60 tries.
@@ -446,7 +446,7 @@ multinode() {
   nodes=$(kind_kubectl get nodes -o name | grep -c .)
   worker=${workers%% *} other=$(cut -d' ' -f2 <<<"$workers")
   sed -e "s|BUSYBOX_IMAGE|$BUSYBOX_IMAGE|" -e "s|REPLICAS|$replicas|" "$here/kind/multinode.yaml" | kind_kubectl apply -f - >/dev/null
-  trap 'kind_kubectl uncordon "$other" >/dev/null 2>&1; kind_kubectl delete -f "$here/kind/multinode.yaml" --ignore-not-found --wait=false >/dev/null 2>&1' RETURN
+  trap 'kind_kubectl uncordon "$other" >/dev/null 2>&1; kind_kubectl delete -f "$here/kind/multinode.yaml" --ignore-not-found --wait=false >/dev/null 2>&1; trap - RETURN' RETURN
   kind_kubectl rollout status daemonset/multinode-ds --timeout=180s >/dev/null || die "multinode-ds did not roll out"
   kind_kubectl rollout status deployment/multinode-web --timeout=180s >/dev/null || die "multinode-web did not roll out"
   [ "$(kind_kubectl get pods -l app=multinode-ds --field-selector status.phase=Running -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | grep -c .)" = "$nodes" ] ||
@@ -520,7 +520,7 @@ takeover() {
   sed -e "s|BUSYBOX_IMAGE|$BUSYBOX_IMAGE|" -e "s|REPLICAS|$(wc -w <<<"$workers")|" "$here/kind/smoke.yaml" | kind_kubectl apply -f - >/dev/null
   kind_kubectl rollout status deployment/smoke-web --timeout=120s >/dev/null || die "smoke-web did not roll out"
   before=$(mktemp) after=$(mktemp)
-  trap 'rm -f "$before" "$after"' RETURN
+  trap 'rm -f "$before" "$after"; trap - RETURN' RETURN
   worker_containers "$workers" >"$before"
   log "kubelet workers $workers: $(grep -c . "$before") pods; applying deploy/kind"
   start=$SECONDS
