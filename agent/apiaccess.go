@@ -36,7 +36,7 @@ type apiAccess interface {
 	// recordTo sends the node's events to the API server.
 	recordTo(b record.EventBroadcaster, restCfg *rest.Config) error
 	// podSources are where the pods to run come from besides the static pod store.
-	podSources(a *Agent) []source.Source
+	podSources(a *Agent, pods *podlifecycle.Reconciler) []source.Source
 	// podDeps gives the pod workers the API server: the pod cache and status writes, the objects pods
 	// reference, the Node, the cluster's Services.
 	podDeps(ctx context.Context, a *Agent, deps *podlifecycle.Deps) error
@@ -81,8 +81,8 @@ func (r remoteAPI) recordTo(b record.EventBroadcaster, restCfg *rest.Config) err
 	return nil
 }
 
-func (remoteAPI) podSources(a *Agent) []source.Source {
-	return []source.Source{podlifecycle.APIPodSource(a.mgr.GetCache())}
+func (remoteAPI) podSources(a *Agent, pods *podlifecycle.Reconciler) []source.Source {
+	return []source.Source{pods.APIPodSource(a.mgr.GetCache())}
 }
 
 // podDeps: the node-scoped cache and its client, objects read by name, the Node from the cache, and the
@@ -159,12 +159,12 @@ func (remoteAPI) setup(ctx context.Context, a *Agent, recorder record.EventRecor
 // are only logged, volumes get no API objects (noAPI answers every look-up with an error).
 type withoutAPI struct{}
 
-func (withoutAPI) standalone() bool                                     { return true }
-func (withoutAPI) clientset(*rest.Config) (kubernetes.Interface, error) { return nil, nil }
-func (withoutAPI) recordTo(record.EventBroadcaster, *rest.Config) error { return nil }
-func (withoutAPI) podSources(*Agent) []source.Source                    { return nil }
-func (withoutAPI) volumeObjects(*Agent, *volumes.Manager)               {}
-func (withoutAPI) csiObjects(*Agent, *csi.Options)                      {}
+func (withoutAPI) standalone() bool                                            { return true }
+func (withoutAPI) clientset(*rest.Config) (kubernetes.Interface, error)        { return nil, nil }
+func (withoutAPI) recordTo(record.EventBroadcaster, *rest.Config) error        { return nil }
+func (withoutAPI) podSources(*Agent, *podlifecycle.Reconciler) []source.Source { return nil }
+func (withoutAPI) volumeObjects(*Agent, *volumes.Manager)                      {}
+func (withoutAPI) csiObjects(*Agent, *csi.Options)                             {}
 func (withoutAPI) podCertificates(*Agent, record.EventRecorder) (*podcertificates.Manager, error) {
 	return nil, nil
 }

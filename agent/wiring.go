@@ -52,7 +52,7 @@ func (a *Agent) setup(ctx context.Context, restCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	sources := a.api.podSources(a)
+	sources := a.api.podSources(a, pods)
 	a.local = append(a.local, manager.RunnableFunc(func(ctx context.Context) error { return pods.Run(ctx, sources...) }))
 	if err := a.opts.Platform.hostParts(a, restCfg, store, recorder, connector, pods); err != nil {
 		return err

@@ -33,8 +33,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, w *podWorker, pod *corev1.
 			sinceCreation := r.clock.Since(pod.CreationTimestamp.Time).Seconds()
 			r.metrics.startSLI.Observe(sinceCreation)
 			r.metrics.startTotal.Observe(sinceCreation)
-			if !w.syncedAt.IsZero() {
-				r.metrics.startDuration.Observe(r.clock.Since(w.syncedAt).Seconds())
+			if !w.seenAt.IsZero() {
+				r.metrics.startDuration.Observe(r.clock.Since(w.seenAt).Seconds())
 			}
 		}
 		ctrl.LoggerFrom(ctx).V(2).Info("Pod status written", "phase", res.Status.Phase)

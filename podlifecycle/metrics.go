@@ -11,7 +11,8 @@ import (
 
 // podMetrics are the kubelet's pod metrics that nodelet records.
 type podMetrics struct {
-	workerDuration   prometheus.Histogram
+	workerDuration   *prometheus.HistogramVec
+	workerStart      prometheus.Histogram
 	startSLI         prometheus.Histogram
 	startDuration    prometheus.Histogram
 	startTotal       prometheus.Histogram
@@ -31,8 +32,11 @@ var podStartupDurationBuckets = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 
 
 func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 	m := &podMetrics{
-		workerDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_worker_duration_seconds",
-			Help: "Duration in seconds to sync a single pod.", Buckets: prometheus.DefBuckets}),
+		workerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_worker_duration_seconds",
+			Help: "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", Buckets: prometheus.DefBuckets},
+			[]string{"operation_type"}),
+		workerStart: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_worker_start_duration_seconds",
+			Help: "Duration in seconds from kubelet seeing a pod to starting a worker.", Buckets: prometheus.DefBuckets}),
 		startSLI: prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_start_sli_duration_seconds",
 			Help:    "Duration in seconds to start a pod, excluding time to pull images, observed from creation to all containers running.",
 			Buckets: podStartupDurationBuckets}),
@@ -62,7 +66,7 @@ func newPodMetrics(reg prometheus.Registerer) *podMetrics {
 	m.restartedPods.WithLabelValues("true")
 	m.restartedPods.WithLabelValues("")
 	if reg != nil {
-		reg.MustRegister(m.workerDuration, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod, m.requestedResizes, m.infeasibleResizes,
+		reg.MustRegister(m.workerDuration, m.workerStart, m.startSLI, m.startDuration, m.startTotal, m.containersPerPod, m.requestedResizes, m.infeasibleResizes,
 			m.orphanedRuntimePods, m.restartedPods)
 	}
 	return m

@@ -78,6 +78,9 @@ type Reconciler struct {
 	alloc   *allocation.Manager
 	resizes *resizer
 
+	// seen is when each API pod not yet synced arrived.
+	seen firstSeen
+
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	byKey   map[types.NamespacedName]map[types.UID]bool
@@ -125,10 +128,10 @@ func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	)
 }
 
-// APIPodSource enqueues the pods of the manager's (node-scoped) cache, ignoring status-only updates. It
-// registers with the informer without waiting for it to sync, so the controller starts at once even
-// while the API server is unreachable.
-func APIPodSource(c cache.Cache) source.Source {
+// APIPodSource enqueues the pods of the manager's (node-scoped) cache, ignoring status-only updates, and
+// notes when each pod arrived. It registers with the informer without waiting for it to sync, so the
+// controller starts at once even while the API server is unreachable.
+func (r *Reconciler) APIPodSource(c cache.Cache) source.Source {
 	pred := podSpecChanged()
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		inf, err := c.GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
@@ -138,14 +141,15 @@ func APIPodSource(c cache.Cache) source.Source {
 		add := func(obj any) {
 			if pod, ok := obj.(*corev1.Pod); ok {
 				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
-			} else if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				if pod, ok := tomb.Obj.(*corev1.Pod); ok {
-					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
-				}
 			}
 		}
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: add,
+			AddFunc: func(obj any) {
+				if pod, ok := obj.(*corev1.Pod); ok {
+					r.seen.note(pod, r.clock.Now())
+				}
+				add(obj)
+			},
 			UpdateFunc: func(o, n any) {
 				op, ok1 := o.(*corev1.Pod)
 				np, ok2 := n.(*corev1.Pod)
@@ -153,7 +157,15 @@ func APIPodSource(c cache.Cache) source.Source {
 					add(n)
 				}
 			},
-			DeleteFunc: add,
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if pod, ok := obj.(*corev1.Pod); ok {
+					r.seen.forget(pod.UID)
+				}
+				add(obj)
+			},
 		})
 		return err
 	})
@@ -219,8 +231,8 @@ func (r *Reconciler) enqueue(key types.NamespacedName) {
 // Reconcile converges everything the node runs under one pod name: old UIDs under that name are torn
 // down first, then the desired pod is synced, terminated or finished.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start := r.clock.Now()
-	defer func() { r.metrics.workerDuration.Observe(r.clock.Since(start).Seconds()) }()
+	start, op := r.clock.Now(), opSync
+	defer func() { r.metrics.workerDuration.WithLabelValues(op).Observe(r.clock.Since(start).Seconds()) }()
 	// Whether every static pod source was read is taken before the store is: a source that finishes its
 	// first read during the lookup must not make a pod it just added look orphaned.
 	seen := r.staticSeen()
@@ -243,6 +255,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		done, wr := r.terminateOrphan(ctx, w)
 		res.Merge(wr)
 		blocked = blocked || !done
+		op = opKill
 	}
 	if desired == nil {
 		return ctrlResult(res), nil
@@ -266,8 +279,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).Info("Pod will be restarted because it is desired again after its stop", "podUID", desired.UID)
 	}
 	w := r.workerFor(desired)
-	wr, err := r.syncWorker(ctx, w, desired)
+	wr, stepOp, err := r.syncWorker(ctx, w, desired)
 	res.Merge(wr)
+	op = stepOp
 	return ctrlResult(res), err
 }
 

@@ -56,8 +56,10 @@ type podWorker struct {
 	orphaned atomic.Bool
 	// pendingKill is a KillPod not yet taken in by the worker's reconcile (set from other goroutines).
 	pendingKill atomic.Pointer[killRequest]
-	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds).
+	// syncedAt is when the pod was first synced on the node (for activeDeadlineSeconds); seenAt when the
+	// agent first saw it (its source's arrival, else syncedAt).
 	syncedAt      time.Time
+	seenAt        time.Time
 	startObserved bool
 }
 
@@ -240,13 +242,31 @@ type pass struct {
 	deleteAfter bool
 	// pod is the pod as the step worked with it (its allocated resources), for its status.
 	pod *corev1.Pod
+	// op is the kind of work the step was, as the kubelet labels kubelet_pod_worker_duration_seconds.
+	op string
 }
+
+// The operation_type values of kubelet_pod_worker_duration_seconds: the pod's first sync, a later one, a
+// step of its termination, and the completion of a terminated pod.
+const (
+	opCreate     = "create"
+	opSync       = "sync"
+	opKill       = "kill"
+	opTerminated = "terminated"
+)
 
 // syncWorker drives the desired pod's worker one step — admission, sync, termination, or finishing — then
 // sets the pod's status from what the step left, and removes the API object of a deleted pod whose final
 // status is written. It is the one place a pod's status is set from.
-func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, error) {
+func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.Pod) (result, string, error) {
 	p := r.step(ctx, w, pod)
+	res, err := r.finishStep(ctx, w, pod, p)
+	return res, p.op, err
+}
+
+// finishStep writes the status a step left, and removes the API object of a deleted pod whose final status
+// is written.
+func (r *Reconciler) finishStep(ctx context.Context, w *podWorker, pod *corev1.Pod, p pass) (result, error) {
 	if p.Status == nil {
 		return p.Requeue, p.Err
 	}
@@ -270,14 +290,15 @@ func (r *Reconciler) syncWorker(ctx context.Context, w *podWorker, pod *corev1.P
 // step is one step of the desired pod's worker: admission on its first sync, then the syncer's SyncPod
 // while the pod runs, SyncTerminatingPod until its containers have stopped, and SyncTerminatedPod.
 func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pass {
+	op := w.syncOp()
 	status, gen, err := r.syncer.ReadPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return pass{Result: podsyncer.Result{Err: err}}
+		return pass{Result: podsyncer.Result{Err: err}, op: op}
 	}
 	w.applyKillRequest()
 	if w.stage() == syncing && !w.isAdmitted() {
 		if rejected := r.admitPod(ctx, w, pod, status); rejected {
-			return pass{Result: podsyncer.Result{Status: status}}
+			return pass{Result: podsyncer.Result{Status: status}, op: op}
 		}
 	}
 	if w.stage() == syncing && r.shouldTerminate(ctx, w, pod) {
@@ -302,14 +323,14 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 				res.Requeue.RequeueAfter(max(left, time.Millisecond))
 			}
 		}
-		return pass{Result: res, pod: pod}
+		return pass{Result: res, pod: pod, op: op}
 	}
 	if w.stage() == terminating {
 		sctx, span := r.startSpan(ctx, "syncTerminatingPod", pod)
 		res := r.syncer.SyncTerminatingPod(sctx, sc)
 		endSpan(span, res.Err)
 		if !res.Stopped {
-			return pass{Result: res}
+			return pass{Result: res, op: opKill}
 		}
 		w.setState(terminated)
 		r.resizes.retryDue.Store(true) // its room is free
@@ -317,7 +338,15 @@ func (r *Reconciler) step(ctx context.Context, w *podWorker, pod *corev1.Pod) pa
 	sctx, span := r.startSpan(ctx, "syncTerminatedPod", pod)
 	res := r.syncer.SyncTerminatedPod(sctx, sc)
 	endSpan(span, res.Err)
-	return pass{Result: res, deleteAfter: res.Err == nil && pod.DeletionTimestamp != nil}
+	return pass{Result: res, deleteAfter: res.Err == nil && pod.DeletionTimestamp != nil, op: opTerminated}
+}
+
+// syncOp is the operation_type of the worker's sync: create until its first sync, sync after.
+func (w *podWorker) syncOp() string {
+	if w.syncedAt.IsZero() {
+		return opCreate
+	}
+	return opSync
 }
 
 // shouldTerminate reports whether a syncing pod must stop: it is being deleted, its phase is terminal,
@@ -360,6 +389,11 @@ func (w *podWorker) deadlineLeft(now time.Time, pod *corev1.Pod) time.Duration {
 func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod, status *runtime.PodStatus) bool {
 	if w.syncedAt.IsZero() {
 		w.syncedAt = r.clock.Now()
+		w.seenAt = w.syncedAt
+		if at, ok := r.seen.take(pod); ok {
+			w.seenAt = at
+			r.metrics.workerStart.Observe(w.syncedAt.Sub(at).Seconds())
+		}
 		r.metrics.containersPerPod.Observe(float64(len(pod.Spec.Containers)))
 	}
 	if isTerminalPhase(pod.Status.Phase) && !status.Active() {

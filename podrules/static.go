@@ -11,6 +11,8 @@ const (
 	ConfigHashAnnotation = "kubernetes.io/config.hash"
 	// ConfigMirrorAnnotation marks a mirror pod; its value is the config hash of the static pod it mirrors.
 	ConfigMirrorAnnotation = corev1.MirrorPodAnnotationKey
+	// ConfigSeenAnnotation holds the RFC3339Nano time a static pod's source first gave this version of it.
+	ConfigSeenAnnotation = "kubernetes.io/config.seen"
 )
 
 // Values of ConfigSourceAnnotation.

@@ -8,7 +8,7 @@ const (
 	// AnnotationConfigHash holds the static pod's hash, which is also its UID.
 	AnnotationConfigHash = podrules.ConfigHashAnnotation
 	// AnnotationConfigSeen holds the RFC3339Nano time this version of the pod was first seen.
-	AnnotationConfigSeen = "kubernetes.io/config.seen"
+	AnnotationConfigSeen = podrules.ConfigSeenAnnotation
 	// AnnotationConfigSource names the source of the pod: SourceFile, SourceHTTP (or "api").
 	AnnotationConfigSource = podrules.ConfigSourceAnnotation
 	// AnnotationConfigMirror marks a mirror pod; its value is the static pod's config hash.

@@ -115,12 +115,15 @@ func (b *podBed) step(d time.Duration) { b.clk.Step(d) }
 func (b *podBed) podSyncs() uint64 {
 	families, err := b.metrics.Gather()
 	Expect(err).NotTo(HaveOccurred())
+	var n uint64
 	for _, f := range families {
-		if f.GetName() == "kubelet_pod_worker_duration_seconds" && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		if f.GetName() == "kubelet_pod_worker_duration_seconds" {
+			for _, m := range f.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+			}
 		}
 	}
-	return 0
+	return n
 }
 
 func busyboxPod(ns, name, nodeName string, mutate ...func(*corev1.Pod)) *corev1.Pod {
