@@ -142,6 +142,15 @@ type Agent struct {
 	hostResources podconfig.HostResources
 }
 
+// registerRESTClientMetrics enables the API client's families beside rest_client_requests_total, as the
+// kubelet serves them: request latency by verb and host, request and response sizes, client-side rate
+// limiting, retries. client-go reports to one process-wide set, in controller-runtime's registry; enabling
+// them again is a no-op.
+func registerRESTClientMetrics() {
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRequestLatency, ctrlmetrics.MetricRequestSize,
+		ctrlmetrics.MetricResponseSize, ctrlmetrics.MetricRateLimiterLatency, ctrlmetrics.MetricRequestRetry)
+}
+
 // defaults fills the options left unset.
 func (opts *Options) defaults() {
 	if opts.KubeletVersion == "" {
@@ -150,11 +159,6 @@ func (opts *Options) defaults() {
 	if opts.Metrics == nil {
 		opts.Metrics = ctrlmetrics.Registry
 	}
-	// The API client's families beside rest_client_requests_total, as the kubelet serves them: request
-	// latency by verb and host, request and response sizes, client-side rate limiting, retries. client-go
-	// reports to one process-wide set, in controller-runtime's registry.
-	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRequestLatency, ctrlmetrics.MetricRequestSize,
-		ctrlmetrics.MetricResponseSize, ctrlmetrics.MetricRateLimiterLatency, ctrlmetrics.MetricRequestRetry)
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = ctrl.Log
 	}
@@ -174,6 +178,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	opts.defaults()
+	registerRESTClientMetrics()
 	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger.WithValues("node", cfg.NodeName)}
 	if err := os.MkdirAll(a.cfg.RootDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create root dir: %w", err)
