@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/podrules"
 )
@@ -55,14 +54,7 @@ func TestWorkerStartDuration(t *testing.T) {
 		p.Annotations = map[string]string{podrules.ConfigSourceAnnotation: "file",
 			podrules.ConfigSeenAnnotation: b.clk.Now().Add(-3 * time.Second).Format(time.RFC3339Nano)}
 	})
-	store := &staticStore{pods: map[types.NamespacedName]*corev1.Pod{}}
-	store.put(pod)
-	b.static = store
-	b.start()
-	reg := prometheus.NewRegistry()
-	b.r.RegisterMetrics(reg)
-	b.sync("etcd")
-	b.sync("etcd")
+	b.startStatic(pod)
 	var h dto.Metric
 	if err := b.r.metrics.workerStart.Write(&h); err != nil {
 		t.Fatal(err)

@@ -51,6 +51,19 @@ func (s *staticStore) remove(p *corev1.Pod) {
 	delete(s.pods, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 }
 
+// startStatic starts the bed with pod its static pod store's one pod and its metrics registered, and syncs
+// the pod twice (admission and start); it returns the store.
+func (b *lifecycleBed) startStatic(pod *corev1.Pod) *staticStore {
+	store := &staticStore{pods: map[types.NamespacedName]*corev1.Pod{}}
+	store.put(pod)
+	b.static = store
+	b.start()
+	b.r.RegisterMetrics(prometheus.NewRegistry())
+	b.sync(pod.Name)
+	b.sync(pod.Name)
+	return store
+}
+
 // A static pod whose manifest is taken away and put back unchanged (the same UID: an editor's rename, a
 // configuration tool rewriting the directory) while its containers stop runs again once they have stopped,
 // as the kubelet restarts a desired pod whose worker had finished; kubelet_restarted_pods_total{static="true"}
@@ -60,14 +73,7 @@ func TestStaticPodPutBackWhileStoppingRunsAgain(t *testing.T) {
 	pod := bedPod("etcd", func(p *corev1.Pod) {
 		p.Annotations = map[string]string{podrules.ConfigSourceAnnotation: "file"}
 	})
-	store := &staticStore{pods: map[types.NamespacedName]*corev1.Pod{}}
-	store.put(pod)
-	b.static = store
-	b.start()
-	reg := prometheus.NewRegistry()
-	b.r.RegisterMetrics(reg)
-	b.sync("etcd")
-	b.sync("etcd")
+	store := b.startStatic(pod)
 	first := b.mustRun("etcd", "app")
 
 	store.remove(pod)
