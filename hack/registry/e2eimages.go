@@ -130,19 +130,24 @@ func webImage(agnTree []entry, src sources, name string) (*ociImage, error) {
 	return image(merge(agnTree, files), agnhostConfig("test-webserver"))
 }
 
+// hostsFilesThenDNS is the nsswitch.conf of the images that carry glibc tools: /etc/hosts, then DNS (glibc's
+// default without the file asks DNS alone whenever it answers).
+const hostsFilesThenDNS = "hosts: files dns\nnetworks: files\n"
+
 // glibcDNSImage: the upstream image is Debian with glibc's resolver; the specs run `hostname -f` in it, which
-// resolves the pod's own name through /etc/hosts with glibc's NSS, and the DNS specs query with dig in it. The
-// host's (glibc) hostname and dig with their libraries and an nsswitch.conf give that on the busybox tree.
+// resolves the pod's own name through /etc/hosts with glibc's NSS, and the DNS specs query with dig and look
+// /etc/hosts entries up with getent in it. The host's (glibc) hostname, dig and getent with their libraries
+// and an nsswitch.conf give that on the busybox tree.
 func glibcDNSImage(root []entry) (*ociImage, error) {
 	var files []entry
-	for _, b := range []string{"usr/bin/hostname", "usr/bin/dig"} {
+	for _, b := range []string{"usr/bin/hostname", "usr/bin/dig", "usr/bin/getent"} {
 		bin, err := hostBinary("/"+b, b)
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, bin...)
 	}
-	files = append(files, file("etc/nsswitch.conf", 0o644, []byte("hosts: files dns\nnetworks: files\n")))
+	files = append(files, file("etc/nsswitch.conf", 0o644, []byte(hostsFilesThenDNS)))
 	return image(merge(root, files), v1.Config{Cmd: []string{"sh"}, Env: []string{defaultPath}})
 }
 
@@ -173,9 +178,9 @@ func agnhostConfig(cmd string) v1.Config {
 }
 
 // agnhostTree is the agnhost image's files: /agnhost (and /agnhost-2) on the busybox tree with the tools the
-// specs call inside it — bash, curl, (OpenBSD) nc and dig (the DNS specs' queries) from the host with their
-// libraries — the user and group
-// the upstream image defines, /uploads and porter's TLS pair.
+// specs call inside it — bash, curl, (OpenBSD) nc, and dig and getent (the DNS specs' queries and /etc/hosts
+// look-ups) from the host with their libraries, and an nsswitch.conf that reads /etc/hosts before DNS, as
+// Alpine's musl does — the user and group the upstream image defines, /uploads and porter's TLS pair.
 func agnhostTree(root []entry, src sources) ([]entry, error) {
 	bin, err := os.ReadFile(filepath.Join(src.e2eBin, "agnhost"))
 	if err != nil {
@@ -188,10 +193,11 @@ func agnhostTree(root []entry, src sources) ([]entry, error) {
 			"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n")),
 		file("etc/group", 0o644, []byte("root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\n"+
 			"group-defined-in-image:x:50000:user-defined-in-image\n")),
+		file("etc/nsswitch.conf", 0o644, []byte(hostsFilesThenDNS)),
 	}
 	tools := []struct{ host, name string }{
 		{"/usr/bin/bash", "bin/bash"}, {"/usr/bin/curl", "usr/bin/curl"}, {"/bin/nc.openbsd", "usr/bin/nc"},
-		{"/usr/bin/dig", "usr/bin/dig"},
+		{"/usr/bin/dig", "usr/bin/dig"}, {"/usr/bin/getent", "usr/bin/getent"},
 	}
 	for _, t := range tools {
 		tool, err := hostBinary(t.host, t.name)
