@@ -29,7 +29,7 @@
 #
 # Settings: NODE_AGENT (nodelet|kubelet; CONTROL_PLANE_AGENT and WORKER_AGENT for a mixed cluster), WORKERS
 # (default 2), KIND_CLUSTER (default nodelet), KIND_CONFORMANCE_PROCS (default 4), KIND_CONFORMANCE_FOCUS (a
-# ginkgo focus instead of the whole suite, in one run), KIND_CONFORMANCE_SERIAL (0: the non-[Serial] part only), KIND_LOG_DIR, KIND_REGISTRY_HOSTS (1: the nodes' containerd
+# ginkgo focus instead of the whole suite, in one run; KIND_CONFORMANCE_SKIP a skip with it), KIND_CONFORMANCE_SERIAL (0: the non-[Serial] part only), KIND_LOG_DIR, KIND_REGISTRY_HOSTS (1: the nodes' containerd
 # reads registry hosts from /etc/containerd/certs.d, which conformance needs; judge sets it), AGENT_VERBOSITY (the node agents' -v), KIND_RETAIN (keep the nodes
 # of a failed create), KIND_IMAGE, NODELET_BIN, DEBIAN_SUITE, DEBIAN_MIRROR.
 # Needs root, podman and mmdebstrap (hack/install-deps.sh kind installs them).
@@ -609,7 +609,8 @@ conformance() {
   serve_test_images
   start=$SECONDS
   if [ -n "${KIND_CONFORMANCE_FOCUS:-}" ]; then
-    hydrophone_run focus --focus "$KIND_CONFORMANCE_FOCUS" --parallel "$KIND_CONFORMANCE_PROCS"
+    hydrophone_run focus --focus "$KIND_CONFORMANCE_FOCUS" ${KIND_CONFORMANCE_SKIP:+--skip "$KIND_CONFORMANCE_SKIP"} \
+      --parallel "$KIND_CONFORMANCE_PROCS"
   else
     hydrophone_run parallel --conformance --skip '\[Serial\]' --parallel "$KIND_CONFORMANCE_PROCS"
     [ "${KIND_CONFORMANCE_SERIAL:-1}" = 0 ] ||
