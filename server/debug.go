@@ -3,19 +3,25 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apiserver/pkg/server/flagz"
-	"k8s.io/apiserver/pkg/server/statusz"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	basecompatibility "k8s.io/component-base/compatibility"
+	compbasemetrics "k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
 )
 
 // componentName is the component /flagz and /statusz name, the kubelet's.
 const componentName = "kubelet"
 
-const pprofPath = "/debug/pprof/"
+const (
+	pprofPath   = "/debug/pprof/"
+	flagzPath   = "/flagz"
+	statuszPath = "/statusz"
+)
 
 // FlagReader gives the command line /flagz serves: each flag's name and value.
 type FlagReader interface {
@@ -81,18 +87,33 @@ func refuse(message string) http.Handler {
 var statuszPaths = []string{"/configz", "/debug", "/healthz", "/metrics"}
 
 // zpagesRoutes are the kubelet's /flagz and /statusz (gates ComponentFlagz and ComponentStatusz, beta and
-// on by default since v1.36), served by the apiserver library the kubelet uses: text/plain by default, the
-// Flagz and Statusz kinds as JSON, YAML or CBOR when asked for.
+// on by default since v1.36): text/plain by default, the Flagz and Statusz kinds as JSON, YAML or CBOR when
+// asked for (zpages.go).
 func (s *Server) zpagesRoutes(mux *http.ServeMux) {
+	codecs := newZpageCodecs()
 	paths := statuszPaths
 	if s.opts.Flagz != nil {
-		flagz.Install(mux, componentName, s.opts.Flagz)
-		paths = append(paths[:len(paths):len(paths)], flagz.DefaultFlagzPath)
+		mux.Handle(flagzPath, newFlagz(componentName, s.opts.Flagz, codecs))
+		paths = append(paths[:len(paths):len(paths)], flagzPath)
 	}
 	if !s.opts.DisableStatusz {
-		reg := statusz.NewRegistry(effectiveVersion(s.opts.KubeletVersion), statusz.WithListedPaths(paths))
-		statusz.Install(mux, componentName, reg)
+		v := effectiveVersion(s.opts.KubeletVersion)
+		info := statuszInfo{start: processStart(s.opts.Clock), now: s.opts.Clock.Now, goVersion: runtime.Version(),
+			binaryVersion: v.BinaryVersion().String(), paths: paths}
+		if e := v.EmulationVersion(); e != nil {
+			info.emulation = e.String()
+		}
+		mux.Handle(statuszPath, newStatusz(componentName, info, codecs))
 	}
+}
+
+// processStart is the process's start time as component-base reads it, or now when it cannot.
+func processStart(clk clock.PassiveClock) time.Time {
+	seconds, err := compbasemetrics.GetProcessStart()
+	if err != nil {
+		return clk.Now()
+	}
+	return time.Unix(int64(seconds), 0)
 }
 
 // effectiveVersion is the version /statusz reports: v, or the build's (the kubelet's) when v does not parse.
