@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodelet/nodelet/config"
 	"github.com/nodelet/nodelet/dra"
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/podcertificates"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/podrules"
@@ -69,11 +70,11 @@ type remoteAPI struct{}
 func (remoteAPI) standalone() bool { return false }
 
 func (remoteAPI) clientset(restCfg *rest.Config) (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(restCfg)
+	return kubeclient.NewForConfig(restCfg)
 }
 
 func (r remoteAPI) recordTo(b record.EventBroadcaster, restCfg *rest.Config) error {
-	cs, err := kubernetes.NewForConfig(restCfg)
+	cs, err := kubeclient.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (remoteAPI) volumeObjects(a *Agent, m *volumes.Manager) {
 // podCertificates: PodCertificateRequests created with the node's credentials, as the kubelet's, for the
 // pods of the node's pod informer.
 func (remoteAPI) podCertificates(a *Agent, rec record.EventRecorder) (*podcertificates.Manager, error) {
-	cs, err := kubernetes.NewForConfig(a.mgr.GetConfig())
+	cs, err := kubeclient.NewForConfig(a.mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/podlifecycle"
 	"github.com/nodelet/nodelet/simnode"
 )
@@ -173,7 +173,7 @@ func sharedServices(ctx context.Context, restCfg *rest.Config) (*podlifecycle.AP
 // sharedEvents is one event broadcaster for every node of the process; each node records with its own
 // source (component kubelet, host its name), as a kubelet does.
 func sharedEvents(ctx context.Context, restCfg *rest.Config) (record.EventBroadcaster, error) {
-	cs, err := kubernetes.NewForConfig(restCfg)
+	cs, err := kubeclient.NewForConfig(restCfg)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap"
 
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
 // exitAfter: with rotation, the kubelet exits when it has had no valid client certificate for this long
@@ -55,7 +56,7 @@ func ClientConfig(ctx context.Context, cfg *config.Config, log logr.Logger) (*re
 		if current != nil {
 			c = clientConfig
 		}
-		return clientset.NewForConfig(c)
+		return kubeclient.NewForConfig(c)
 	}
 	mgr, err := kubeletcertificate.NewKubeletClientCertificateManager(cfg.CertDirectory(), nodeName,
 		// kubeadm hands the kubelet a certificate in --kubeconfig and expects it rotated out at once.

@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	certificatesinformers "k8s.io/client-go/informers/certificates/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -45,8 +46,8 @@ type Options struct {
 type Manager struct {
 	opts    Options
 	issuer  *podcertificate.IssuingManager
-	factory informers.SharedInformerFactory
-	nodes   informers.SharedInformerFactory
+	factory *informerFactory
+	nodes   *informerFactory
 
 	mu      sync.Mutex
 	pods    map[types.UID]*corev1.Pod // the pods with a podCertificate source
@@ -65,16 +66,16 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, pods: map[types.UID]*corev1.Pod{}}
 	// The kubelet's two watches: its PodCertificateRequests and its Node, each narrowed by a field
 	// selector the Node authorizer accepts.
-	m.factory = informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", opts.NodeName).String()
-		}))
-	m.nodes = informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, opts.NodeName).String()
-		}))
+	requests := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", opts.NodeName).String()
+	}
+	node := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, opts.NodeName).String()
+	}
+	m.factory, m.nodes = newInformerFactory(opts.Client), newInformerFactory(opts.Client)
 	m.issuer = podcertificate.NewIssuingManager(opts.Client, podIndex{m}, opts.Recorder,
-		m.factory.Certificates().V1().PodCertificateRequests(), m.nodes.Core().V1().Nodes(),
+		certificatesinformers.New(m.factory, metav1.NamespaceAll, requests).PodCertificateRequests(),
+		coreinformers.New(m.nodes, metav1.NamespaceAll, node).Nodes(),
 		types.NodeName(opts.NodeName), opts.Clock)
 	return m, nil
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/nodelet/nodelet/agent"
 	"github.com/nodelet/nodelet/config"
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/machine"
 	"github.com/nodelet/nodelet/runtime/fake"
 )
@@ -243,7 +243,7 @@ func (n *Node) waitReady(ctx context.Context, restConfig *rest.Config, timeout t
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	cs, err := kubernetes.NewForConfig(restConfig)
+	cs, err := kubeclient.NewForConfig(restConfig)
 	if err != nil {
 		return err
 	}
