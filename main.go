@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -43,6 +44,12 @@ func main() {
 	agentMain(os.Args[1:])
 }
 
+// defaultGCPercent is the Go garbage collector's target for the agent when GOGC is not set. The agent's
+// live heap is small and steady (12–14 MiB at 100 pods) while its relists and stats make short-lived
+// garbage all the time: collecting at +50% rather than Go's +100% keeps about 7 MiB less resident at 100
+// pods for a few hundredths of a CPU second a minute (README, "Idle cost").
+const defaultGCPercent = 50
+
 // agentMain runs the node agent with the kubelet's flags.
 func agentMain(args []string) {
 	cfg, err := config.Load(args)
@@ -59,6 +66,9 @@ func agentMain(args []string) {
 	}
 	log := newLogger(cfg.Verbosity)
 	cfg.LogNotices(log)
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	if err := run(ctrl.SetupSignalHandler(), cfg, log); err != nil {
 		log.Error(err, "nodelet failed")
 		os.Exit(1)
