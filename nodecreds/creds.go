@@ -39,7 +39,7 @@ func ClientConfig(ctx context.Context, cfg *config.Config, log logr.Logger) (*re
 	if cfg.BootstrapKubeconfig != "" {
 		log.Info("Client rotation is on, will bootstrap in background", "kubeconfig", cfg.Kubeconfig,
 			"bootstrapKubeconfig", cfg.BootstrapKubeconfig, "certDir", cfg.CertDirectory())
-		if err := bootstrap.LoadClientCert(ctx, cfg.Kubeconfig, cfg.BootstrapKubeconfig, cfg.CertDirectory(), nodeName); err != nil {
+		if err := bootstrapClientCert(ctx, log, cfg.Kubeconfig, cfg.BootstrapKubeconfig, cfg.CertDirectory(), cfg.NodeName, time.Now()); err != nil {
 			return nil, fmt.Errorf("TLS bootstrap: %w", err)
 		}
 	}
