@@ -32,7 +32,7 @@ import (
 // deprecated v1alpha1 with a Warning header) as JSON, YAML or — with the CBORServingAndStorage gate — CBOR
 // when asked for one with `;as=<Kind>;v=<version>;g=config.k8s.io`, and 406 with a Status otherwise. They are
 // built here on that library's API types and media type negotiation rather than on its handlers, whose
-// response writers bring the API server's admission and CEL packages into the binary (about 15 MiB of the
+// response writers bring the API server's admission and CEL packages into the binary (about 12 MiB of the
 // agent's resident memory).
 
 // zpageHeader is the first lines of a zpage's text form, component-base's.

@@ -5,6 +5,6 @@
 // certificate managers, the pod certificate issuer, typed informers) take it.
 //
 // client-go's own Clientset builds a client for every group the API has; linking it costs the binary about
-// 8 MB of code for groups a node never calls, and with it resident memory. A group this package does not
+// 9 MB of code for groups a node never calls, and with it resident memory. A group this package does not
 // serve panics when called (a nil dereference): a programming error that the tests of its caller catch.
 package kubeclient
