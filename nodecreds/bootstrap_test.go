@@ -4,10 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,30 +13,20 @@ import (
 	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/certificate"
-	"k8s.io/client-go/util/keyutil"
 )
 
-// selfSigned writes a certificate and key valid until notAfter into one PEM file and returns its path.
-func selfSigned(t *testing.T, dir string, notAfter time.Time) string {
+// selfSigned writes a self-signed certificate (client-go's, valid for a year from now) and its key into one
+// PEM file and returns its path.
+func selfSigned(t *testing.T, dir string) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "system:node:n1"},
-		NotBefore: notAfter.Add(-48 * time.Hour), NotAfter: notAfter}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	cert, key, err := certutil.GenerateSelfSignedCertKey("n1", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "pair.pem")
-	data := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM...)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, append(cert, key...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -49,8 +36,8 @@ func selfSigned(t *testing.T, dir string, notAfter time.Time) string {
 // it back: the bootstrap's server and CA, the pair's path, valid before the certificate's end and not after.
 func TestWrittenKubeconfigIsValidUntilItsCertificateExpires(t *testing.T) {
 	dir := t.TempDir()
-	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	pair := selfSigned(t, dir, now.Add(time.Hour))
+	now := time.Now()
+	pair := selfSigned(t, dir)
 	kubeconfig := filepath.Join(dir, "kubelet.conf")
 	log := logr.Discard()
 	if clientConfigValid(log, kubeconfig, now) {
@@ -74,7 +61,7 @@ func TestWrittenKubeconfigIsValidUntilItsCertificateExpires(t *testing.T) {
 	if !clientConfigValid(log, kubeconfig, now) {
 		t.Error("kubeconfig with an unexpired certificate is not valid")
 	}
-	if clientConfigValid(log, kubeconfig, now.Add(2*time.Hour)) {
+	if clientConfigValid(log, kubeconfig, now.AddDate(2, 0, 0)) {
 		t.Error("kubeconfig with an expired certificate is valid")
 	}
 }
