@@ -7,9 +7,8 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 ARG KUBE_VERSION=v1.37.1
-RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.kubeVersion=${KUBE_VERSION}" \
-      -o /out/nodelet .
+RUN bash -c '. hack/lib.sh && go_build_nodelet /out/nodelet \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.kubeVersion=${KUBE_VERSION}"'
 
 # The agent runs as root on the host (hostPID, the runtime's socket and /var/lib/kubelet mounted in):
 # it needs nothing from the image but itself and CA certificates.

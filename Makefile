@@ -12,6 +12,8 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT := $(BIN_CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Build tags: hack/lib.sh says why.
+NODELET_BUILD_TAGS ?= $(shell bash -c '. hack/lib.sh && echo $$NODELET_BUILD_TAGS')
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.kubeVersion=$(KUBE_VERSION)
 IMG ?= nodelet:$(VERSION)
 
@@ -23,7 +25,7 @@ help: ## Show this help.
 ##@ Build
 .PHONY: build
 build: ## Build bin/nodelet (static).
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/nodelet .
+	CGO_ENABLED=0 go build -tags "$(NODELET_BUILD_TAGS)" -trimpath -ldflags "$(LDFLAGS)" -o bin/nodelet .
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -165,7 +167,7 @@ kind-smoke: build ## CI's kind run: nodelet's node image, a nodelet cluster up, 
 .PHONY: image
 image: ## Build the image without Docker (go-containerregistry) into bin/nodelet-image.tar (IMAGE_ARCHS=amd64,arm64: an OCI layout bin/nodelet-image-oci); prints its digest.
 	@set -e; bins=; for a in $$(echo $(IMAGE_ARCHS) | tr , ' '); do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -trimpath -ldflags "$(LDFLAGS)" -o bin/linux-$$a/nodelet . ; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -tags "$(NODELET_BUILD_TAGS)" -trimpath -ldflags "$(LDFLAGS)" -o bin/linux-$$a/nodelet . ; \
 	  bins="$$bins$${bins:+,}linux/$$a=bin/linux-$$a/nodelet"; done; \
 	case "$(IMAGE_ARCHS)" in *,*) out="-oci bin/nodelet-image-oci" ;; *) out="-tar bin/nodelet-image.tar" ;; esac; \
 	go run ./hack/image -bin "$$bins" -tag $(IMAGE_TAG) -version $(VERSION) $$out
@@ -176,7 +178,7 @@ PIN ?= deploy/kustomization.yaml
 image-push: ## Build and push the image to REGISTRY (e.g. make image-push REGISTRY=127.0.0.1:5050/nodelet), no Docker; pins deploy/ (PIN=) to the pushed digest.
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is required, e.g. REGISTRY=127.0.0.1:5050/nodelet"; exit 1; }
 	@set -e; bins=; for a in $$(echo $(IMAGE_ARCHS) | tr , ' '); do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -trimpath -ldflags "$(LDFLAGS)" -o bin/linux-$$a/nodelet . ; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -tags "$(NODELET_BUILD_TAGS)" -trimpath -ldflags "$(LDFLAGS)" -o bin/linux-$$a/nodelet . ; \
 	  bins="$$bins$${bins:+,}linux/$$a=bin/linux-$$a/nodelet"; done; \
 	go run ./hack/image -bin "$$bins" -version $(VERSION) -push $(REGISTRY):$(VERSION) $(if $(PIN),-pin $(PIN))
 

@@ -26,7 +26,7 @@ build() {
   else
     export NODELET_BIN=$REPO_ROOT/bin/nodelet
     log "building $NODELET_BIN"
-    (cd "$REPO_ROOT" && go build -o "$NODELET_BIN" .) || die "go build of the nodelet binary failed"
+    go_build_nodelet "$NODELET_BIN" || die "go build of the nodelet binary failed"
   fi
   # Fail before the bed comes up if the bench program does not build (go run below reuses the build cache).
   (cd "$REPO_ROOT" && go build -o /dev/null ./test/bench) || die "go build ./test/bench failed"

@@ -114,7 +114,7 @@ build() {
         fi
       else
         export NODELET_BIN=$REPO_ROOT/bin/nodelet
-        (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$NODELET_BIN" .) || die "go build of nodelet failed"
+        go_build_nodelet "$NODELET_BIN" || die "go build of nodelet failed"
       fi ;;
     *) die "AGENT=$AGENT: want nodelet or kubelet" ;;
   esac

@@ -22,7 +22,7 @@ build_nodelet() {
   fi
   export NODELET_BIN=$REPO_ROOT/bin/nodelet
   log "building $NODELET_BIN"
-  (cd "$REPO_ROOT" && go build -o "$NODELET_BIN" .) || die "go build of the nodelet binary failed"
+  go_build_nodelet "$NODELET_BIN" || die "go build of the nodelet binary failed"
 }
 
 teardown() {
