@@ -47,7 +47,7 @@ func main() {
 }
 
 // defaultGCPercent is the Go garbage collector's target for the agent when GOGC is not set. The agent's
-// live heap is small and steady (12–14 MiB at 100 pods) while its relists and stats make short-lived
+// live heap is small and steady (about 10 MB at 100 pods) while its relists and stats make short-lived
 // garbage all the time: collecting at +50% rather than Go's +100% keeps about 7 MiB less resident at 100
 // pods for a few hundredths of a CPU second a minute (README, "Benchmarks").
 const defaultGCPercent = 50

@@ -65,7 +65,9 @@ type Event struct {
 	ContainerID string
 }
 
-// RelistedPod is what one relist saw of a pod. The protos are shared: do not modify them.
+// RelistedPod is what one relist saw of a pod. The protos are shared: do not modify them. They carry no
+// labels or annotations: what the PLEG read of those is in PodRef, and the relist is kept until the next
+// one, so it keeps only what tells one state from the next.
 type RelistedPod struct {
 	PodRef
 	Sandboxes  []*runtimeapi.PodSandbox
@@ -254,11 +256,13 @@ func (p *PLEG) list(ctx context.Context) (map[types.UID]*RelistedPod, error) {
 	pods := map[types.UID]*RelistedPod{}
 	for _, s := range sandboxes {
 		if pod := podFor(pods, s.Labels); pod != nil {
+			s.Labels, s.Annotations = nil, nil
 			pod.Sandboxes = append(pod.Sandboxes, s)
 		}
 	}
 	for _, c := range containers {
 		if pod := podFor(pods, c.Labels); pod != nil {
+			c.Labels, c.Annotations = nil, nil
 			pod.Containers = append(pod.Containers, c)
 		}
 	}

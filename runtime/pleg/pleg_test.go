@@ -202,6 +202,18 @@ func TestPLEGReportsOnlyPodsThatChanged(t *testing.T) {
 		len(pods[0].Containers) != 2 || len(pods[0].Sandboxes) != 1 || pods[0].Sandboxes[0].Id != dbSB {
 		t.Fatalf("Pods() = %v", pods)
 	}
+	for _, pod := range pods {
+		for _, c := range pod.Containers {
+			if c.Labels != nil || c.Annotations != nil {
+				t.Errorf("container %s kept its labels or annotations: %v %v", c.Id, c.Labels, c.Annotations)
+			}
+		}
+		for _, sb := range pod.Sandboxes {
+			if sb.Labels != nil || sb.Annotations != nil {
+				t.Errorf("sandbox %s kept its labels or annotations: %v %v", sb.Id, sb.Labels, sb.Annotations)
+			}
+		}
+	}
 }
 
 func TestPLEGIgnoresObjectsWithoutPodLabels(t *testing.T) {
