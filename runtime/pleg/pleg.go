@@ -430,6 +430,9 @@ func diffPods(old, cur map[types.UID]*RelistedPod) []Event {
 
 // podEvents returns the events of one pod: its containers' transitions, then its sandboxes' changes.
 func podEvents(old, cur *RelistedPod) []Event {
+	if unchanged(old, cur) {
+		return nil
+	}
 	ref := cur
 	if ref == nil {
 		ref = old
@@ -446,6 +449,25 @@ func podEvents(old, cur *RelistedPod) []Event {
 		}
 	}
 	return events
+}
+
+// unchanged reports whether both relists saw the same containers and sandboxes of a pod, in the same order and
+// states: a pod without events, the common case, told without building the state maps.
+func unchanged(old, cur *RelistedPod) bool {
+	if old == nil || cur == nil || len(old.Containers) != len(cur.Containers) || len(old.Sandboxes) != len(cur.Sandboxes) {
+		return false
+	}
+	for i, c := range cur.Containers {
+		if o := old.Containers[i]; o.Id != c.Id || plegStateOf(o.State) != plegStateOf(c.State) {
+			return false
+		}
+	}
+	for i, sb := range cur.Sandboxes {
+		if o := old.Sandboxes[i]; o.Id != sb.Id || o.State != sb.State {
+			return false
+		}
+	}
+	return true
 }
 
 // containerEvents are the kubelet generic PLEG's events for one container's transition.
