@@ -223,7 +223,13 @@ func (r *NodeReconciler) register(ctx context.Context, obs observation) error {
 	r.Startup.attempt()
 	err := r.Client.Create(ctx, node)
 	if apierrors.IsAlreadyExists(err) {
-		return r.reconcileLabels(ctx)
+		// The evaluation this reconcile was asked for still happens: a trigger (volumesInUse) is not
+		// lost to a cache that has yet to see the node.
+		existing, err := r.reconcileLabels(ctx)
+		if err != nil {
+			return err
+		}
+		return r.updateStatus(ctx, existing, obs)
 	}
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", r.NodeName, err)
@@ -239,11 +245,12 @@ func (r *NodeReconciler) register(ctx context.Context, obs observation) error {
 	return r.updateStatus(ctx, node, obs)
 }
 
-// reconcileLabels restores the default labels on a node that already existed at registration.
-func (r *NodeReconciler) reconcileLabels(ctx context.Context) error {
+// reconcileLabels restores the default labels on a node that already existed at registration and returns
+// the node as it now is.
+func (r *NodeReconciler) reconcileLabels(ctx context.Context) (*corev1.Node, error) {
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: r.NodeName}, node); err != nil {
-		return fmt.Errorf("get existing node %s: %w", r.NodeName, err)
+		return nil, fmt.Errorf("get existing node %s: %w", r.NodeName, err)
 	}
 	want := r.initialNode().Labels
 	patch := client.MergeFrom(node.DeepCopy())
@@ -257,12 +264,12 @@ func (r *NodeReconciler) reconcileLabels(ctx context.Context) error {
 		}
 	}
 	if !changed {
-		return nil
+		return node, nil
 	}
 	if err := r.Client.Patch(ctx, node, patch); err != nil {
-		return fmt.Errorf("reconcile labels of node %s: %w", r.NodeName, err)
+		return nil, fmt.Errorf("reconcile labels of node %s: %w", r.NodeName, err)
 	}
-	return nil
+	return node, nil
 }
 
 // pressure is which pressure conditions are true now, as the eviction manager says.
