@@ -322,6 +322,8 @@ type claimsHolder interface {
 // events, and the pods' runtime state it keeps current (nil: every sync reads the runtime).
 type RelistedPods interface {
 	Pods() []pleg.RelistedPod
+	PodRefs() []pleg.PodRef
+	PodUIDs(namespace, name string) []types.UID
 	Source() source.Source
 	Cache() *pleg.PodCache
 }
@@ -337,9 +339,11 @@ type StaticPods interface {
 // noPLEG relists nothing.
 type noPLEG struct{}
 
-func (noPLEG) Pods() []pleg.RelistedPod { return nil }
-func (noPLEG) Source() source.Source    { return noSource }
-func (noPLEG) Cache() *pleg.PodCache    { return nil }
+func (noPLEG) Pods() []pleg.RelistedPod           { return nil }
+func (noPLEG) PodRefs() []pleg.PodRef             { return nil }
+func (noPLEG) PodUIDs(string, string) []types.UID { return nil }
+func (noPLEG) Source() source.Source              { return noSource }
+func (noPLEG) Cache() *pleg.PodCache              { return nil }
 
 // noStaticPods holds no static pods and has no sources to wait for.
 type noStaticPods struct{}

@@ -57,7 +57,7 @@ func (h *housekeeping) run(ctx context.Context) {
 	if h.orphansSeen == nil {
 		h.orphansSeen = map[types.UID]bool{}
 	}
-	for _, p := range r.pleg.Pods() {
+	for _, p := range r.pleg.PodRefs() {
 		inRuntime[p.UID] = true
 		if !desired[p.UID] && !r.known(p.UID) {
 			if !h.orphansSeen[p.UID] {

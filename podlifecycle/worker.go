@@ -84,15 +84,10 @@ func (w *podWorker) setAdmitted() { w.admitted.Store(true) }
 // workersFor returns the workers of every UID known under key: from earlier syncs, from the runtime (a
 // restart, or pods left by an earlier run) and the desired pod.
 func (r *Reconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) []*podWorker {
-	runtimeUIDs := map[types.UID]bool{}
-	for _, p := range r.pleg.Pods() {
-		if p.Namespace == key.Namespace && p.Name == key.Name {
-			runtimeUIDs[p.UID] = true
-		}
-	}
+	runtimeUIDs := r.pleg.PodUIDs(key.Namespace, key.Name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for uid := range runtimeUIDs {
+	for _, uid := range runtimeUIDs {
 		r.ensureWorkerLocked(uid, key)
 	}
 	if desired != nil {

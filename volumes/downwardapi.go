@@ -14,10 +14,13 @@ import (
 // CollectData: pod fields (metadata.name, namespace, uid, labels, annotations, one label or annotation)
 // and container resources (podrules.VolumeResourceValue: the divisor, and a limit the container leaves
 // unset read as the node's allocatable). Each item gets its mode, else defaultMode. An item that cannot
-// be resolved is an error (all of them, aggregated) and fails the volume.
-func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode int32, alloc corev1.ResourceList) (map[string]fileProjection, error) {
+// be resolved is an error (all of them, aggregated) and fails the volume. alloc is asked for the node's
+// allocatable only when an item reads a resource, once.
+func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode int32, alloc func() corev1.ResourceList) (map[string]fileProjection, error) {
 	payload := make(map[string]fileProjection, len(items))
 	var errs []error
+	var allocatable corev1.ResourceList
+	allocRead := false
 	for _, item := range items {
 		var value string
 		var err error
@@ -25,7 +28,10 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		case item.FieldRef != nil:
 			value, err = podconfig.PodMetadataField(pod, item.FieldRef.FieldPath)
 		case item.ResourceFieldRef != nil:
-			value, err = podrules.VolumeResourceValue(pod, item.ResourceFieldRef, alloc)
+			if !allocRead {
+				allocatable, allocRead = alloc(), true
+			}
+			value, err = podrules.VolumeResourceValue(pod, item.ResourceFieldRef, allocatable)
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -30,7 +30,7 @@ func (m sourceVolumes) setUpEmptyDir(pod *corev1.Pod, name string, src *corev1.E
 	case corev1.StorageMediumDefault:
 		created, err = ensureDir(dir, emptyDirMode(src))
 	case corev1.StorageMediumMemory:
-		created, err = m.srcv().ensureTmpfs(dir, m.srcv().memorySize(pod, src.SizeLimit))
+		created, err = m.srcv().ensureTmpfs(dir, func() int64 { return m.srcv().memorySize(pod, src.SizeLimit) })
 	default:
 		return fmt.Errorf("emptyDir medium %q is not supported", src.Medium)
 	}
@@ -71,8 +71,9 @@ func ensureDir(dir string, perm os.FileMode) (bool, error) {
 	return true, os.Chmod(dir, perm)
 }
 
-// ensureTmpfs makes dir a tmpfs mount point unless it is one, and says whether it mounted it.
-func (m sourceVolumes) ensureTmpfs(dir string, size int64) (bool, error) {
+// ensureTmpfs makes dir a tmpfs mount point of size() bytes unless it is one (size is not asked then), and
+// says whether it mounted it.
+func (m sourceVolumes) ensureTmpfs(dir string, size func() int64) (bool, error) {
 	if _, err := ensureDir(dir, emptyDirPerm); err != nil {
 		return false, err
 	}
@@ -80,7 +81,7 @@ func (m sourceVolumes) ensureTmpfs(dir string, size int64) (bool, error) {
 	if err != nil || mounted {
 		return false, err
 	}
-	if err := m.mounter().MountTmpfs(dir, size); err != nil {
+	if err := m.mounter().MountTmpfs(dir, size()); err != nil {
 		return false, fmt.Errorf("mount tmpfs at %s: %w", dir, err)
 	}
 	return true, nil

@@ -44,7 +44,7 @@ func (m sourceVolumes) projection(ctx context.Context, pod *corev1.Pod, volumeNa
 	case p.ConfigMap != nil:
 		return m.srcv().configMapPayload(ctx, pod.Namespace, p.ConfigMap.Name, p.ConfigMap.Items, p.ConfigMap.Optional, defaultMode)
 	case p.DownwardAPI != nil:
-		return downwardAPIPayload(pod, p.DownwardAPI.Items, defaultMode, m.allocatable())
+		return downwardAPIPayload(pod, p.DownwardAPI.Items, defaultMode, m.allocatable)
 	case p.ServiceAccountToken != nil:
 		return m.srcv().tokenPayload(ctx, pod, p.ServiceAccountToken, defaultMode, pv)
 	case p.ClusterTrustBundle != nil:

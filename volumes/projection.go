@@ -45,7 +45,7 @@ func (m sourceVolumes) setUpSecret(ctx context.Context, pod *corev1.Pod, name st
 }
 
 func (m sourceVolumes) setUpDownwardAPI(pod *corev1.Pod, name string, src *corev1.DownwardAPIVolumeSource) error {
-	payload, err := downwardAPIPayload(pod, src.Items, modeOr(src.DefaultMode), m.allocatable())
+	payload, err := downwardAPIPayload(pod, src.Items, modeOr(src.DefaultMode), m.allocatable)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (m sourceVolumes) writeVolume(pod *corev1.Pod, name string, kind projectedV
 		return err
 	}
 	if kind.tmpfs {
-		_, err = m.srcv().ensureTmpfs(dir, m.srcv().memorySize(pod, nil))
+		_, err = m.srcv().ensureTmpfs(dir, func() int64 { return m.srcv().memorySize(pod, nil) })
 	} else {
 		_, err = ensureDir(dir, emptyDirPerm)
 	}

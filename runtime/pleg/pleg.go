@@ -219,6 +219,36 @@ func (p *PLEG) Pods() []RelistedPod {
 	return out
 }
 
+// PodRefs returns the pods the last successful relist saw, ordered by UID, without their containers and
+// sandboxes.
+func (p *PLEG) PodRefs() []PodRef {
+	st := p.state.Load()
+	if st == nil {
+		return nil
+	}
+	out := make([]PodRef, len(st.pods))
+	for i, pod := range st.pods {
+		out[i] = pod.PodRef
+	}
+	return out
+}
+
+// PodUIDs returns the UIDs of the pods with this namespace and name that the last successful relist saw
+// (more than one while a deleted pod's successor starts), without copying the relist.
+func (p *PLEG) PodUIDs(namespace, name string) []types.UID {
+	st := p.state.Load()
+	if st == nil {
+		return nil
+	}
+	var out []types.UID
+	for _, pod := range st.pods {
+		if pod.Namespace == namespace && pod.Name == name {
+			out = append(out, pod.UID)
+		}
+	}
+	return out
+}
+
 // Relist lists sandboxes and containers once, diffs them against the previous relist and emits an event per
 // change, for the pods that changed. When listing fails it emits nothing and the health timestamp stays.
 func (p *PLEG) Relist(ctx context.Context) error {

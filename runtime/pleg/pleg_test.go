@@ -202,6 +202,15 @@ func TestPLEGReportsOnlyPodsThatChanged(t *testing.T) {
 		len(pods[0].Containers) != 2 || len(pods[0].Sandboxes) != 1 || pods[0].Sandboxes[0].Id != dbSB {
 		t.Fatalf("Pods() = %v", pods)
 	}
+	if refs := p.PodRefs(); len(refs) != 2 || refs[0] != refOf(db) || refs[1] != refOf(web) {
+		t.Errorf("PodRefs() = %v, want db and web in UID order", refs)
+	}
+	if uids := p.PodUIDs(web.Namespace, web.Name); len(uids) != 1 || uids[0] != web.UID {
+		t.Errorf("PodUIDs(web) = %v, want [%s]", uids, web.UID)
+	}
+	if uids := p.PodUIDs(web.Namespace, "gone"); len(uids) != 0 {
+		t.Errorf("PodUIDs(gone) = %v, want none", uids)
+	}
 	for _, pod := range pods {
 		for _, c := range pod.Containers {
 			if c.Labels != nil || c.Annotations != nil {
@@ -226,6 +235,9 @@ func TestPLEGIgnoresObjectsWithoutPodLabels(t *testing.T) {
 	expectEvents(t, relist(t, p))
 	if pods := p.Pods(); len(pods) != 0 {
 		t.Fatalf("Pods() = %v, want none", pods)
+	}
+	if refs := p.PodRefs(); len(refs) != 0 {
+		t.Fatalf("PodRefs() = %v, want none", refs)
 	}
 }
 
@@ -258,6 +270,9 @@ func TestPLEGContainerLifecycle(t *testing.T) {
 	expectEvents(t, relist(t, p), ev(web, pleg.ContainerRemoved, ctrs[1]), ev(web, pleg.SandboxChanged, sb))
 	if pods := p.Pods(); len(pods) != 0 {
 		t.Fatalf("Pods() = %v, want none", pods)
+	}
+	if refs := p.PodRefs(); len(refs) != 0 {
+		t.Fatalf("PodRefs() = %v, want none", refs)
 	}
 }
 
