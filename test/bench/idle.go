@@ -16,6 +16,9 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/runtime"
 )
 
 // idleSnapshot is what the idle phase reads of the nodelet process at one instant.
@@ -62,6 +65,9 @@ func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 	if err := sleepCtx(ctx, 5*time.Second); err != nil { // the last status writes and probes settle
 		return err
 	}
+	if err := waitRuntimeSettled(ctx, n.cfg, n.agent); err != nil {
+		return err
+	}
 	m, err := newMetricsReader(n.cfg)
 	if err != nil {
 		return err
@@ -86,6 +92,41 @@ func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 		return n.deleteAndWait(ctx, name, t0)
 	})
 	return err
+}
+
+// settleLimit bounds the wait for an agent's deferred cleanup before the idle window.
+const settleLimit = 3 * time.Minute
+
+// waitRuntimeSettled waits until the runtime holds no stopped sandbox (the earlier phases' deleted pods), so
+// that the idle window measures holding running pods and not the agent's deferred cleanup: the kubelet
+// removes a deleted pod's sandbox in its container GC, once a minute, nodelet when the pod is gone. After
+// settleLimit it measures anyway and says so.
+func waitRuntimeSettled(ctx context.Context, cfg config, agent string) error {
+	cri, err := runtime.Dial(cfg.criEndpoint, runtime.Options{Timeout: apiLimit})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cri.Close() }()
+	start := time.Now()
+	for {
+		listed, err := cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+			State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+		})
+		if err != nil {
+			return fmt.Errorf("list stopped sandboxes: %w", err)
+		}
+		if len(listed) == 0 {
+			logf("%s: no stopped sandbox left after %s; measuring", agent, time.Since(start).Round(time.Second))
+			return nil
+		}
+		if time.Since(start) > settleLimit {
+			logf("%s: still %d stopped sandboxes after %s; measuring with its cleanup in the window", agent, len(listed), settleLimit)
+			return nil
+		}
+		if err := sleepCtx(ctx, 2*time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 func roundAll(m map[string]float64) map[string]float64 {
