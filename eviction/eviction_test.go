@@ -37,12 +37,13 @@ type fakeNode struct {
 	fsCapacity int64
 	podMemory  map[types.UID]int64
 	// podFs adds a pod's filesystem figures to its stats.
-	podFs     map[types.UID]func(*statsapi.PodStats)
-	summaries int
-	pods      []*corev1.Pod
-	kills     []kill
-	reclaimed int64 // bytes freed by each node-level reclaim
-	reclaims  []string
+	podFs         map[types.UID]func(*statsapi.PodStats)
+	summaries     int // full summaries read
+	nodeSummaries int // node-only summaries read
+	pods          []*corev1.Pod
+	kills         []kill
+	reclaimed     int64 // bytes freed by each node-level reclaim
+	reclaims      []string
 }
 
 type kill struct {
@@ -77,6 +78,16 @@ func (n *fakeNode) Summary(context.Context) (*statsapi.Summary, error) {
 	}
 	n.summaries++
 	return sum, nil
+}
+
+func (n *fakeNode) NodeSummary(ctx context.Context) (*statsapi.Summary, error) {
+	sum, err := n.Summary(ctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.summaries--
+	n.nodeSummaries++
+	sum.Pods = nil
+	return sum, err
 }
 
 func (n *fakeNode) ActivePods() []*corev1.Pod {

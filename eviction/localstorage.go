@@ -67,18 +67,46 @@ func emptyDirOverLimit(pod *corev1.Pod, s statsapi.PodStats) (string, string, bo
 		if v.EmptyDir == nil {
 			continue
 		}
-		size, u := v.EmptyDir.SizeLimit, used[v.Name]
-		if u != nil && size != nil && size.Sign() > 0 && u.Cmp(*size) > 0 {
+		size, u := emptyDirSizeLimit(v), used[v.Name]
+		if u != nil && size != nil && u.Cmp(*size) > 0 {
 			return signalEmptyDirFsLimit, fmt.Sprintf(emptyDirMessageFmt, v.Name, size.String()), true
 		}
 	}
 	return "", "", false
 }
 
+// emptyDirSizeLimit is the volume's positive emptyDir sizeLimit, nil when it is no emptyDir or has none.
+func emptyDirSizeLimit(v *corev1.Volume) *resource.Quantity {
+	if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Sign() <= 0 {
+		return nil
+	}
+	return v.EmptyDir.SizeLimit
+}
+
+// limitsLocalStorage says whether a local storage check can find the pod over a limit: it has an emptyDir
+// with a sizeLimit, or an ephemeral-storage limit of its own or of a container.
+func limitsLocalStorage(pod *corev1.Pod) bool {
+	for i := range pod.Spec.Volumes {
+		if emptyDirSizeLimit(&pod.Spec.Volumes[i]) != nil {
+			return true
+		}
+	}
+	if _, found := podEphemeralStorageLimit(pod); found {
+		return true
+	}
+	return len(containerStorageLimits(pod)) > 0
+}
+
+// podEphemeralStorageLimit is the pod's ephemeral-storage limit (podrules.PodLimits), when it has one.
+func podEphemeralStorageLimit(pod *corev1.Pod) (resource.Quantity, bool) {
+	limit, found := podrules.PodLimits(pod, podrules.ResourceOptions{})[corev1.ResourceEphemeralStorage]
+	return limit, found
+}
+
 // podOverLimit: the pod's local ephemeral storage (the summary's: writable layers, logs, local ephemeral
 // volumes) above its ephemeral-storage limit (podrules.PodLimits), when it has one.
 func podOverLimit(pod *corev1.Pod, s statsapi.PodStats) (string, string, bool) {
-	limit, found := podrules.PodLimits(pod, podrules.ResourceOptions{})[corev1.ResourceEphemeralStorage]
+	limit, found := podEphemeralStorageLimit(pod)
 	if !found {
 		return "", "", false
 	}

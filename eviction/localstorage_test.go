@@ -229,6 +229,28 @@ func TestLocalStorageIsolationOff(t *testing.T) {
 	}
 }
 
+// The pods' figures are read only when a pod has a local storage limit or a threshold acts: an idle node's
+// passes read the node's alone.
+func TestPodFiguresReadOnlyWhenNeeded(t *testing.T) {
+	m, node, _, _ := newTestManager(t, isolated(map[string]string{"memory.available": "100Mi"}))
+	node.set(func(n *fakeNode) { n.pods = []*corev1.Pod{storagePod("plain", "")} })
+	if got := pass(t, m, node, 10*time.Second); len(got) != 0 {
+		t.Fatalf("evicted %v", podNames(got))
+	}
+	if node.summaries != 0 || node.nodeSummaries != 1 {
+		t.Fatalf("read %d full and %d node summaries with no limit and no pressure, want 0 and 1", node.summaries, node.nodeSummaries)
+	}
+	node.set(func(n *fakeNode) {
+		n.pods = append(n.pods, withEmptyDir(storagePod("bounded", ""), "scratch", "", "1Mi"))
+	})
+	if got := pass(t, m, node, 10*time.Second); len(got) != 0 {
+		t.Fatalf("evicted %v", podNames(got))
+	}
+	if node.summaries != 1 {
+		t.Fatalf("read %d full summaries with an emptyDir sizeLimit to enforce, want 1", node.summaries)
+	}
+}
+
 func TestCriticalPodsOverTheirLimitsAreNotEvicted(t *testing.T) {
 	m, node, _, _ := newTestManager(t, isolated(nil))
 	static := storagePod("static", "1Mi")

@@ -32,9 +32,10 @@ const (
 	notifierRefreshInterval = 10 * time.Second
 )
 
-// SummaryProvider gives the node's stats summary (the node API's /stats/summary).
+// SummaryProvider gives the node's stats summary (the node API's /stats/summary), and its node part alone.
 type SummaryProvider interface {
 	Summary(ctx context.Context) (*statsapi.Summary, error)
+	NodeSummary(ctx context.Context) (*statsapi.Summary, error)
 }
 
 // Pods is what the manager asks of the pod workers.

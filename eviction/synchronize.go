@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,17 +23,29 @@ func (m *Manager) synchronize(ctx context.Context) ([]*corev1.Pod, error) {
 		return nil, nil
 	}
 	pods := m.deps.Pods.ActivePods()
-	sum, err := m.deps.Stats.Summary(ctx)
+	sum, err := m.deps.Stats.NodeSummary(ctx)
 	if err != nil {
 		log.Error(err, "Eviction manager: failed to get summary stats")
 		return nil, nil
 	}
 	now := m.deps.Clock.Now()
 	m.updateNotifier(ctx, sum.Node.Memory, now)
-	obs, stats := observe(sum)
+	obs, _ := observe(sum)
 	acting := m.updateThresholds(obs, now)
+	checkLocalStorage := m.opts.LocalStorageCapacityIsolation && slices.ContainsFunc(pods, limitsLocalStorage)
+	if len(acting) == 0 && !checkLocalStorage {
+		log.V(3).Info("Eviction manager: no resources are starved")
+		return nil, nil
+	}
+	// The pods' figures are read only when a pod can be over a local storage limit or must be ranked.
+	full, err := m.deps.Stats.Summary(ctx)
+	if err != nil {
+		log.Error(err, "Eviction manager: failed to get summary stats")
+		return nil, nil
+	}
+	_, stats := observe(full)
 
-	if m.opts.LocalStorageCapacityIsolation {
+	if checkLocalStorage {
 		if evicted := m.localStorageEviction(ctx, pods, stats); len(evicted) > 0 {
 			return evicted, nil
 		}

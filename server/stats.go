@@ -50,6 +50,15 @@ func (s *Server) Summary(ctx context.Context) (*statsapi.Summary, error) {
 	return s.statsh().summary(ctx, false)
 }
 
+// NodeSummary is the summary's node part alone (no pods), as the eviction manager reads it on every pass.
+func (s *Server) NodeSummary(ctx context.Context) (*statsapi.Summary, error) {
+	node, err := s.statsh().nodeSummary(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return &statsapi.Summary{Node: node}, nil
+}
+
 // summary gathers the node's and the running pods' figures.
 func (s statsHandlers) summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsapi.Summary, error) {
 	node, err := s.nodeSummary(ctx, cpuAndMemoryOnly)
