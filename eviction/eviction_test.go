@@ -38,7 +38,7 @@ type fakeNode struct {
 	podMemory  map[types.UID]int64
 	// podFs adds a pod's filesystem figures to its stats.
 	podFs         map[types.UID]func(*statsapi.PodStats)
-	summaries     int // full summaries read
+	summaries     int // pod summaries read
 	nodeSummaries int // node-only summaries read
 	pods          []*corev1.Pod
 	kills         []kill
@@ -88,6 +88,11 @@ func (n *fakeNode) NodeSummary(ctx context.Context) (*statsapi.Summary, error) {
 	n.nodeSummaries++
 	sum.Pods = nil
 	return sum, err
+}
+
+func (n *fakeNode) PodSummaries(ctx context.Context) ([]statsapi.PodStats, error) {
+	sum, err := n.Summary(ctx)
+	return sum.Pods, err
 }
 
 func (n *fakeNode) ActivePods() []*corev1.Pod {

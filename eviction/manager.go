@@ -32,10 +32,11 @@ const (
 	notifierRefreshInterval = 10 * time.Second
 )
 
-// SummaryProvider gives the node's stats summary (the node API's /stats/summary), and its node part alone.
+// SummaryProvider gives the node's stats summary (the node API's /stats/summary) in its two parts: the
+// node's figures, and the running pods'.
 type SummaryProvider interface {
-	Summary(ctx context.Context) (*statsapi.Summary, error)
 	NodeSummary(ctx context.Context) (*statsapi.Summary, error)
+	PodSummaries(ctx context.Context) ([]statsapi.PodStats, error)
 }
 
 // Pods is what the manager asks of the pod workers.

@@ -38,12 +38,11 @@ func (m *Manager) synchronize(ctx context.Context) ([]*corev1.Pod, error) {
 		return nil, nil
 	}
 	// The pods' figures are read only when a pod can be over a local storage limit or must be ranked.
-	full, err := m.deps.Stats.Summary(ctx)
-	if err != nil {
+	if sum.Pods, err = m.deps.Stats.PodSummaries(ctx); err != nil {
 		log.Error(err, "Eviction manager: failed to get summary stats")
 		return nil, nil
 	}
-	_, stats := observe(full)
+	_, stats := observe(sum)
 
 	if checkLocalStorage {
 		if evicted := m.localStorageEviction(ctx, pods, stats); len(evicted) > 0 {
@@ -185,7 +184,7 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, signal string) bool {
 			log.Info("Eviction manager: unexpected error when attempting to reduce resource pressure", "resourceName", signalResource[signal], "err", err.Error())
 		}
 	}
-	sum, err := m.deps.Stats.Summary(ctx)
+	sum, err := m.deps.Stats.NodeSummary(ctx)
 	if err != nil {
 		log.Error(err, "Eviction manager: failed to get summary stats after resource reclaim")
 		return false

@@ -45,9 +45,9 @@ func (s statsHandlers) statsSummary(w http.ResponseWriter, r *http.Request) {
 	writeJSON(r.Context(), w, sum)
 }
 
-// Summary is the node's stats summary, as /stats/summary serves it (the eviction manager's signals).
-func (s *Server) Summary(ctx context.Context) (*statsapi.Summary, error) {
-	return s.statsh().summary(ctx, false)
+// PodSummaries is the summary's pods part (the running pods' figures), as /stats/summary serves it.
+func (s *Server) PodSummaries(ctx context.Context) ([]statsapi.PodStats, error) {
+	return s.statsh().podSummaries(ctx, false)
 }
 
 // NodeSummary is the summary's node part alone (no pods), as the eviction manager reads it on every pass.
