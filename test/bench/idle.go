@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ import (
 // idleSnapshot is what the idle phase reads of the nodelet process at one instant.
 type idleSnapshot struct {
 	cpu time.Duration // user + system
-	rss int64         // bytes
+	mem memory
 	// counters by label value: API requests by HTTP method, CRI operations by type, pod state reads by source.
 	api, cri, reads map[string]float64
 	// nodelet's periodic loops: CPU seconds and passes by loop (none for the kubelet).
@@ -33,21 +34,28 @@ type idleSnapshot struct {
 
 // idleResult is the cost of nodelet holding idlePods running pods for the idle window.
 type idleResult struct {
-	Pods   int                `json:"pods"`
-	Window float64            `json:"window_seconds"`
-	CPU    float64            `json:"cpu_seconds"`
-	RSSMiB float64            `json:"rss_mib"`
-	API    map[string]float64 `json:"api_requests_by_method"`
-	CRI    map[string]float64 `json:"cri_operations_by_type"`
-	Reads  map[string]float64 `json:"pod_state_reads_by_source"`
+	Pods   int     `json:"pods"`
+	Window float64 `json:"window_seconds"`
+	CPU    float64 `json:"cpu_seconds"`
+	RSSMiB float64 `json:"rss_mib"`
+	// The RSS's pages backed by files (the binary's) and anonymous ones, and of each the part used (accessed) in
+	// the window: what the agent works with at idle, against what start-up left resident.
+	RSSFileMiB  float64            `json:"rss_file_mib"`
+	RSSAnonMiB  float64            `json:"rss_anon_mib"`
+	UsedFileMiB float64            `json:"used_file_mib"`
+	UsedAnonMiB float64            `json:"used_anon_mib"`
+	API         map[string]float64 `json:"api_requests_by_method"`
+	CRI         map[string]float64 `json:"cri_operations_by_type"`
+	Reads       map[string]float64 `json:"pod_state_reads_by_source"`
 	// LoopCPU and LoopPasses are what each of nodelet's periodic loops cost in the window.
 	LoopCPU    map[string]float64 `json:"loop_cpu_seconds,omitempty"`
 	LoopPasses map[string]float64 `json:"loop_passes,omitempty"`
 }
 
 // idle starts cfg.idlePods pods, waits until they run and the agent settled, then measures what nodelet
-// costs over cfg.idleWindow with nothing changing: CPU time, RSS at the end, and the API requests, CRI
-// operations and pod state reads it made (from its own /metrics, read with the admin credentials).
+// costs over cfg.idleWindow with nothing changing: CPU time, RSS at the end (file-backed and anonymous, and how
+// much of each was used in the window), and the API requests, CRI operations and pod state reads it made (from
+// its own /metrics, read with the admin credentials).
 func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 	if n.cfg.idlePods <= 0 {
 		return nil
@@ -76,6 +84,9 @@ func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
+	if err := m.clearReferenced(); err != nil {
+		return err
+	}
 	if err := sleepCtx(ctx, n.cfg.idleWindow); err != nil {
 		return err
 	}
@@ -84,7 +95,9 @@ func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 		return err
 	}
 	r.idle[n.agent] = idleResult{Pods: len(names), Window: n.cfg.idleWindow.Seconds(),
-		CPU: round3((after.cpu - before.cpu).Seconds()), RSSMiB: round3(float64(after.rss) / (1 << 20)),
+		CPU: round3((after.cpu - before.cpu).Seconds()), RSSMiB: mib(after.mem.rss),
+		RSSFileMiB: mib(after.mem.file), RSSAnonMiB: mib(after.mem.anon),
+		UsedFileMiB: mib(after.mem.usedFile), UsedAnonMiB: mib(after.mem.usedAnon),
 		API: delta(before.api, after.api), CRI: delta(before.cri, after.cri), Reads: delta(before.reads, after.reads),
 		LoopCPU: roundAll(delta(before.loopCPU, after.loopCPU)), LoopPasses: delta(before.loopPasses, after.loopPasses)}
 	logf("%s: deleting the %d idle pods", n.agent, len(names))
@@ -128,6 +141,8 @@ func waitRuntimeSettled(ctx context.Context, cfg config, agent string) error {
 		}
 	}
 }
+
+func mib(bytes int64) float64 { return round3(float64(bytes) / (1 << 20)) }
 
 func roundAll(m map[string]float64) map[string]float64 {
 	for k, v := range m {
@@ -173,17 +188,31 @@ func newMetricsReader(cfg config) (*metricsReader, error) {
 	}, nil
 }
 
+func (m *metricsReader) pid() (string, error) {
+	b, err := os.ReadFile(m.pidFile)
+	return strings.TrimSpace(string(b)), err
+}
+
+// clearReferenced clears the accessed bits of the process's pages (/proc/<pid>/clear_refs), so that the next
+// snapshot's used figures are the pages accessed since.
+func (m *metricsReader) clearReferenced() error {
+	pid, err := m.pid()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile("/proc/"+pid+"/clear_refs", []byte("1"), 0)
+}
+
 func (m *metricsReader) snapshot(ctx context.Context) (idleSnapshot, error) {
 	var s idleSnapshot
-	b, err := os.ReadFile(m.pidFile)
+	pid, err := m.pid()
 	if err != nil {
 		return s, err
 	}
-	pid := strings.TrimSpace(string(b))
 	if s.cpu, err = processCPU(pid); err != nil {
 		return s, err
 	}
-	if s.rss, err = processRSS(pid); err != nil {
+	if s.mem, err = processMemory(pid); err != nil {
 		return s, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
@@ -232,19 +261,68 @@ func processCPU(pid string) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ is 100 on Linux
 }
 
-// processRSS is VmRSS from /proc/<pid>/status, in bytes.
-func processRSS(pid string) (int64, error) {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
+// memory is a process's resident memory in bytes: all of it, the file-backed and the anonymous part, and of
+// those the pages accessed since its accessed bits were last cleared.
+type memory struct{ rss, file, anon, usedFile, usedAnon int64 }
+
+// processMemory reads VmRSS, RssFile and RssAnon from /proc/<pid>/status and the Referenced figures of each
+// mapping from /proc/<pid>/smaps (a mapping of a file counts as file-backed).
+func processMemory(pid string) (memory, error) {
+	m, err := residentMemory(pid)
 	if err != nil {
-		return 0, err
+		return m, err
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
+	m.usedFile, m.usedAnon, err = referencedMemory(pid)
+	return m, err
+}
+
+func residentMemory(pid string) (memory, error) {
+	var m memory
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return m, err
+	}
+	fields := map[string]*int64{"VmRSS:": &m.rss, "RssFile:": &m.file, "RssAnon:": &m.anon}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && fields[f[0]] != nil {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return m, fmt.Errorf("/proc/%s/status: %s: %w", pid, f[0], err)
+			}
+			*fields[f[0]] = kb << 10
+			delete(fields, f[0])
 		}
 	}
-	return 0, fmt.Errorf("/proc/%s/status: no VmRSS", pid)
+	if len(fields) > 0 {
+		return m, fmt.Errorf("/proc/%s/status: no %s", pid, slices.Sorted(maps.Keys(fields)))
+	}
+	return m, nil
+}
+
+func referencedMemory(pid string) (file, anon int64, err error) {
+	smaps, err := os.ReadFile("/proc/" + pid + "/smaps")
+	if err != nil {
+		return 0, 0, err
+	}
+	fileBacked := false
+	for line := range strings.SplitSeq(string(smaps), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"): // a mapping's header
+			fileBacked = len(f) >= 6 && strings.HasPrefix(f[5], "/")
+		case len(f) == 3 && f[0] == "Referenced:":
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("/proc/%s/smaps: %w", pid, err)
+			}
+			if fileBacked {
+				file += kb << 10
+			} else {
+				anon += kb << 10
+			}
+		}
+	}
+	return file, anon, nil
 }
 
 var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+)`)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -32,5 +34,19 @@ func TestPercentileNearestRank(t *testing.T) {
 	// ranks: p50 ⌈15⌉=15, p90 ⌈27⌉=27, p99 ⌈29.7⌉=30.
 	if s30.P50 != 0.015 || s30.P90 != 0.027 || s30.P99 != 0.03 {
 		t.Errorf("summary of 1..30ms = %+v", s30)
+	}
+}
+
+func TestProcessMemory(t *testing.T) {
+	pid := strconv.Itoa(os.Getpid())
+	m, err := processMemory(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.rss <= 0 || m.file <= 0 || m.anon <= 0 || m.rss < m.file || m.rss < m.anon {
+		t.Errorf("resident memory %+v: want RSS, file-backed and anonymous parts all positive, the parts within RSS", m)
+	}
+	if m.usedFile <= 0 || m.usedAnon <= 0 {
+		t.Errorf("used memory %+v: want the test binary's pages accessed (none cleared)", m)
 	}
 }
