@@ -9,8 +9,8 @@
 # the pages of its binary), goroutines (go_goroutines
 # of its /metrics), open files and CPU seconds used. At the end every pod is deleted and the node must hold nothing of
 # them 2 minutes later (sandboxes, containers, pod directories, mounts, pod cgroups); the growth per hour of each
-# sampled figure (least squares over the samples after the first quarter) is printed, and the samples are kept in
-# $BED_DIR/soak.tsv. Needs root; one bed at a time on a machine.
+# sampled figure (least squares over the samples after the first quarter, and over the second half) is printed, and
+# the samples are kept in $BED_DIR/soak.tsv. Needs root; one bed at a time on a machine.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,10 +78,11 @@ sample() {
 # leaks UIDS...: what the runtime, the agent's root, the mounts and the pod cgroups still hold of these pods.
 leaks() { pod_leaks "$NS" "$(agent_root)" "$@"; }
 
-# growth COLUMN: the slope per hour of that column of soak.tsv over the samples after the first quarter.
+# growth COLUMN [PARTS]: the slope per hour of that column of soak.tsv (least squares) over the samples after the first
+# of PARTS equal parts of the run (default 4: after the first quarter).
 growth() {
-  awk -F'\t' -v c="$1" '{ t[NR] = $1; v[NR] = $c } END {
-    s = int(NR / 4) + 1; n = 0
+  awk -F'\t' -v c="$1" -v parts="${2:-4}" '{ t[NR] = $1; v[NR] = $c } END {
+    s = int(NR / parts) + 1; n = 0
     for (i = s; i <= NR; i++) { n++; st += t[i]; sv += v[i]; stt += t[i] * t[i]; stv += t[i] * v[i] }
     d = n * stt - st * st
     if (n < 2 || d == 0) { print "n/a"; exit }
@@ -140,6 +141,9 @@ main() {
   done
   log "SOAK RESULT agent=$AGENT duration=${total}s pods_made=$((made + LONG)) failed_logs_exec_calls=$failed_calls long_pod_restarts=$restarts left:$l"
   log "SOAK GROWTH per hour (after the first quarter): rss_mib=$(growth 2) anon_rss_mib=$(growth 6) goroutines=$(growth 3) open_files=$(growth 4); cpu_s=$(tail -1 "$BED_DIR/soak.tsv" | cut -f5) in total"
+  # The event recorder's three caches (client-go's, 4096 entries each, as the kubelet's) fill in the first half hour
+  # of this churn: the second half's slope shows what grows once they are full.
+  log "SOAK GROWTH per hour (second half): rss_mib=$(growth 2 2) anon_rss_mib=$(growth 6 2) goroutines=$(growth 3 2) open_files=$(growth 4 2)"
   [ "$l" = " none" ] && [ "$failed_calls" = 0 ] && [ "$restarts" = 0 ] || die "soak: something was left behind, a call failed or a long-lived pod restarted"
 }
 
