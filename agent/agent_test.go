@@ -39,3 +39,14 @@ func TestCheckCgroupVersion(t *testing.T) {
 		t.Error("an unreadable cgroup root must be an error")
 	}
 }
+
+func TestEventCacheSize(t *testing.T) {
+	for _, c := range []struct {
+		maxPods int32
+		want    int
+	}{{0, 1024}, {110, 1024}, {250, 2000}, {1000, 4096}} {
+		if got := eventCacheSize(c.maxPods); got != c.want {
+			t.Errorf("eventCacheSize(%d) = %d, want %d", c.maxPods, got, c.want)
+		}
+	}
+}

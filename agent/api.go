@@ -82,12 +82,25 @@ func (a *Agent) eventRecorder(ctx context.Context, restCfg *rest.Config) (record
 	if a.opts.Recorder != nil {
 		return a.opts.Recorder, nil
 	}
-	b := record.NewBroadcaster(record.WithContext(ctx))
+	b := record.NewBroadcaster(record.WithContext(ctx),
+		record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize(a.cfg.Kubelet.MaxPods)}))
 	b.StartStructuredLogging(4)
 	if err := a.api.recordTo(b, restCfg); err != nil {
 		return nil, err
 	}
 	return b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: a.cfg.NodeName}), nil
+}
+
+// eventCacheSize is the number of entries in each of the event correlator's three caches: the events seen
+// (to count repeats), the similar events (to aggregate them) and the objects' spam-filter budgets. client-go's
+// default, 4096, is sized for a whole cluster's controllers; one node's events are about its own pods, and
+// every entry past the node's recent pods is one of a deleted pod, kept until evicted (the three caches at
+// 4096 hold about 5 MiB of heap). Eight entries per pod the node may run, at least 1024 and at most
+// client-go's default: the caches still hold every pod's recent events, and a node that sees its pods
+// replaced all day holds no more than a node that does not.
+func eventCacheSize(maxPods int32) int {
+	const least, most = 1024, 4096
+	return min(most, max(least, 8*int(maxPods)))
 }
 
 // detectNodeIP is the kubelet's node IP: the hostname's address, else the default route's interface's.
