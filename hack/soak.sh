@@ -141,9 +141,8 @@ main() {
   done
   log "SOAK RESULT agent=$AGENT duration=${total}s pods_made=$((made + LONG)) failed_logs_exec_calls=$failed_calls long_pod_restarts=$restarts left:$l"
   log "SOAK GROWTH per hour (after the first quarter): rss_mib=$(growth 2) anon_rss_mib=$(growth 6) goroutines=$(growth 3) open_files=$(growth 4); cpu_s=$(tail -1 "$BED_DIR/soak.tsv" | cut -f5) in total"
-  # The event recorder's caches (client-go's, 4096 entries each, as the kubelet's): the two keyed by event fill in
-  # the first half hour of this churn, the one keyed by object after 4096 pods; the second half's slope is what
-  # grows once the first two are full.
+  # The event recorder's caches (1024 entries each at the default maxPods; the kubelet's hold 4096) fill with
+  # this churn's first ~1000 pods, about 38 minutes in: the second half's slope is what grows once they are full.
   log "SOAK GROWTH per hour (second half): rss_mib=$(growth 2 2) anon_rss_mib=$(growth 6 2) goroutines=$(growth 3 2) open_files=$(growth 4 2)"
   [ "$l" = " none" ] && [ "$failed_calls" = 0 ] && [ "$restarts" = 0 ] || die "soak: something was left behind, a call failed or a long-lived pod restarted"
 }
