@@ -2,7 +2,8 @@
 # Pod start/stop latency benchmark: brings up a test bed of its own (BED_DIR default /var/lib/nodelet-bed-bench),
 # runs test/bench (the CRI floor with the node agent stopped, then the kubelet v1.37.1 in nodelet's place on the same
 # bed, then nodelet: create → Running, delete → gone, one pod at a time and in a burst, in-place resizes, and the
-# idle cost of running pods with what each of nodelet's periodic loops spent), and always tears the bed down after.
+# idle cost of running pods with what each of nodelet's periodic loops spent
+# and the RSS each agent's binary holds at start-up, before any work), and always tears the bed down after.
 # BENCH_KUBELET=0 leaves the kubelet out. It prints figures and never judges them: it fails
 # only when a phase fails. The output is kept in $BED_DIR/bench.txt. Extra arguments go to the bench program,
 # e.g. hack/bench.sh --single 20 --burst 10. The nodelet binary is built into bin/nodelet first unless NODELET_BIN

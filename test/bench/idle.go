@@ -50,6 +50,16 @@ type idleResult struct {
 	// LoopCPU and LoopPasses are what each of nodelet's periodic loops cost in the window.
 	LoopCPU    map[string]float64 `json:"loop_cpu_seconds,omitempty"`
 	LoopPasses map[string]float64 `json:"loop_passes,omitempty"`
+	// Startup is the RSS of the agent's binary once its package initializers have run, before any work
+	// (startupMemory): the part of the idle RSS that its libraries set.
+	Startup *startupResult `json:"startup,omitempty"`
+}
+
+// startupResult is an agent binary's resident memory at start-up, in MiB.
+type startupResult struct {
+	RSSMiB  float64 `json:"rss_mib"`
+	FileMiB float64 `json:"rss_file_mib"`
+	AnonMiB float64 `json:"rss_anon_mib"`
 }
 
 // idle starts cfg.idlePods pods, waits until they run and the agent settled, then measures what nodelet
@@ -100,6 +110,13 @@ func (n *nodeletBench) idle(ctx context.Context, r *report) error {
 		UsedFileMiB: mib(after.mem.usedFile), UsedAnonMiB: mib(after.mem.usedAnon),
 		API: delta(before.api, after.api), CRI: delta(before.cri, after.cri), Reads: delta(before.reads, after.reads),
 		LoopCPU: roundAll(delta(before.loopCPU, after.loopCPU)), LoopPasses: delta(before.loopPasses, after.loopPasses)}
+	if st, err := m.startup(ctx); err != nil {
+		logf("%s: warning: no start-up memory: %v", n.agent, err)
+	} else {
+		i := r.idle[n.agent]
+		i.Startup = &startupResult{RSSMiB: mib(st.rss), FileMiB: mib(st.file), AnonMiB: mib(st.anon)}
+		r.idle[n.agent] = i
+	}
 	logf("%s: deleting the %d idle pods", n.agent, len(names))
 	_, err = together(names, func(name string, t0 time.Time) (time.Duration, error) {
 		return n.deleteAndWait(ctx, name, t0)
@@ -191,6 +208,20 @@ func newMetricsReader(cfg config) (*metricsReader, error) {
 func (m *metricsReader) pid() (string, error) {
 	b, err := os.ReadFile(m.pidFile)
 	return strings.TrimSpace(string(b)), err
+}
+
+// startup runs the agent's own binary (the running process's executable) to its first write and reads its
+// RSS there (startupMemory).
+func (m *metricsReader) startup(ctx context.Context) (memory, error) {
+	pid, err := m.pid()
+	if err != nil {
+		return memory{}, err
+	}
+	exe, err := agentExecutable(pid)
+	if err != nil {
+		return memory{}, err
+	}
+	return startupMemory(ctx, exe)
 }
 
 // clearReferenced clears the accessed bits of the process's pages (/proc/<pid>/clear_refs), so that the next

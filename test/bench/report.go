@@ -103,6 +103,10 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "BENCH idle %s %d pods %.0fs: cpu=%.2fs rss=%.1fMiB (file %.1f, anon %.1f; used in the window: file %.1f, anon %.1f) api=[%s] cri=[%s] pod-state-reads=[%s]\n",
 			a, i.Pods, i.Window, i.CPU, i.RSSMiB, i.RSSFileMiB, i.RSSAnonMiB, i.UsedFileMiB, i.UsedAnonMiB,
 			formatCounts(i.API), formatCounts(i.CRI), formatCounts(i.Reads))
+		if st := i.Startup; st != nil {
+			fmt.Fprintf(w, "BENCH idle %s at start-up (its binary's package initializers, no work): rss=%.1fMiB (file %.1f, anon %.1f)\n",
+				a, st.RSSMiB, st.FileMiB, st.AnonMiB)
+		}
 		if len(i.LoopCPU) > 0 {
 			fmt.Fprintf(w, "BENCH idle %s loops cpu-seconds=[%s] passes=[%s]\n", a, formatValues(i.LoopCPU, "%.3f %s"), formatCounts(i.LoopPasses))
 		}

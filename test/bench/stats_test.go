@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -48,5 +49,20 @@ func TestProcessMemory(t *testing.T) {
 	}
 	if m.usedFile <= 0 || m.usedAnon <= 0 {
 		t.Errorf("used memory %+v: want the test binary's pages accessed (none cleared)", m)
+	}
+}
+
+// A binary run to its first write: GNU true prints its version on --version, which blocks on the full pipe.
+func TestStartupMemory(t *testing.T) {
+	exe, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true(1) on this machine")
+	}
+	m, err := startupMemory(t.Context(), exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.rss <= 0 || m.file <= 0 || m.rss < m.file {
+		t.Errorf("start-up memory of %s %+v: want RSS and its file-backed part positive", exe, m)
 	}
 }
