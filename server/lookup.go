@@ -91,6 +91,21 @@ func (s *Server) attempts(ctx context.Context, uid types.UID, name string) ([]*r
 	return cs, nil
 }
 
+// requestPod returns the pod a request's path names: {namespace}/{pod}, and {uid} when the path has one.
+func (s *Server) requestPod(ctx context.Context, r *http.Request) (*corev1.Pod, error) {
+	return s.findPod(ctx, r.PathValue("namespace"), r.PathValue("pod"), types.UID(r.PathValue("uid")))
+}
+
+// requestContainer returns the ID of the running attempt of the container a request's path names
+// ({namespace}/{pod}[/{uid}]/{container}).
+func (s *Server) requestContainer(ctx context.Context, r *http.Request) (string, error) {
+	pod, err := s.requestPod(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	return s.runningContainer(ctx, pod, r.PathValue("container"))
+}
+
 // runningContainer returns the ID of the running attempt of the pod's container.
 func (s *Server) runningContainer(ctx context.Context, pod *corev1.Pod, name string) (string, error) {
 	cs, err := s.attempts(ctx, pod.UID, name)

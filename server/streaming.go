@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -70,12 +69,7 @@ func (s streamHandlers) serveStream(w http.ResponseWriter, r *http.Request, subr
 		return
 	}
 	ctx := r.Context()
-	pod, err := s.findPod(ctx, r.PathValue("namespace"), r.PathValue("pod"), types.UID(r.PathValue("uid")))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	id, err := s.runningContainer(ctx, pod, r.PathValue("container"))
+	id, err := s.requestContainer(ctx, r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -103,7 +97,7 @@ func (s streamHandlers) portForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	pod, err := s.findPod(ctx, r.PathValue("namespace"), r.PathValue("pod"), types.UID(r.PathValue("uid")))
+	pod, err := s.requestPod(ctx, r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -175,12 +169,7 @@ func (proxyResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
 // output (stdout then stderr) is the body; a non-zero exit is a 500 carrying the output.
 func (s streamHandlers) run(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	pod, err := s.findPod(ctx, r.PathValue("namespace"), r.PathValue("pod"), types.UID(r.PathValue("uid")))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	id, err := s.runningContainer(ctx, pod, r.PathValue("container"))
+	id, err := s.requestContainer(ctx, r)
 	if err != nil {
 		writeError(w, err)
 		return
