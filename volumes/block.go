@@ -72,10 +72,7 @@ func (m blockVolumes) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csi
 	if err := os.MkdirAll(p.data, 0o750); err != nil {
 		return err
 	}
-	if err := saveVolData(p.data, map[string]string{
-		"specVolID": v.specName, "volumeHandle": v.handle, "driverName": v.driver, "nodeName": m.NodeName,
-		"volumeLifecycleMode": csiModePersisent, "attachmentID": attachmentName(v.handle, v.driver, m.NodeName),
-	}); err != nil {
+	if err := saveVolData(p.data, v.volData(m.NodeName)); err != nil {
 		return err
 	}
 	staging := ""
@@ -90,13 +87,9 @@ func (m blockVolumes) setUpCSIBlock(ctx context.Context, pod *corev1.Pod, v *csi
 	if err := os.MkdirAll(p.publishDir, 0o750); err != nil {
 		return err
 	}
-	secrets, err := m.csiv().csiSecrets(ctx, v.publishSecrets)
+	secrets, attrs, err := m.csiv().publishSecretsAndContext(ctx, pod, v, info)
 	if err != nil {
 		return err
-	}
-	attrs := v.attributes
-	if info.podInfoOnMount {
-		attrs = mergeMaps(attrs, podInfoAttributes(pod, false))
 	}
 	req := &csipb.NodePublishVolumeRequest{VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging,
 		TargetPath: p.publish, VolumeCapability: v.blockCapability(caps), Readonly: v.readOnly, Secrets: secrets, VolumeContext: attrs}

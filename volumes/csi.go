@@ -422,23 +422,12 @@ func (m csiVolumes) publishCSI(ctx context.Context, client CSINodeClient, caps m
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		return err
 	}
-	mode := csiModePersisent
-	if v.ephemeral {
-		mode = csiModeEphemeral
-	}
-	if err := saveVolData(filepath.Dir(target), map[string]string{
-		"specVolID": v.specName, "volumeHandle": v.handle, "driverName": v.driver, "nodeName": m.NodeName,
-		"volumeLifecycleMode": mode, "attachmentID": attachmentName(v.handle, v.driver, m.NodeName),
-	}); err != nil {
+	if err := saveVolData(filepath.Dir(target), v.volData(m.NodeName)); err != nil {
 		return err
 	}
-	secrets, err := m.csiv().csiSecrets(ctx, v.publishSecrets)
+	secrets, attrs, err := m.csiv().publishSecretsAndContext(ctx, pod, v, info)
 	if err != nil {
 		return err
-	}
-	attrs := v.attributes
-	if info.podInfoOnMount {
-		attrs = mergeMaps(attrs, podInfoAttributes(pod, v.ephemeral))
 	}
 	tokens, err := m.csiv().csiTokens(ctx, pod, info, pv)
 	if err != nil {
@@ -492,6 +481,33 @@ func csiAccessMode(mode corev1.PersistentVolumeAccessMode, caps map[csipb.NodeSe
 		return csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
 	}
 	return csipb.VolumeCapability_AccessMode_UNKNOWN
+}
+
+// volData is what vol_data.json records of a volume published for a pod on node, read back after a restart
+// that lost the pod: the handle and driver to unpublish it with, and whether it is an inline ephemeral volume.
+func (v *csiVolume) volData(node string) map[string]string {
+	mode := csiModePersisent
+	if v.ephemeral {
+		mode = csiModeEphemeral
+	}
+	return map[string]string{
+		"specVolID": v.specName, "volumeHandle": v.handle, "driverName": v.driver, "nodeName": node,
+		"volumeLifecycleMode": mode, "attachmentID": attachmentName(v.handle, v.driver, node),
+	}
+}
+
+// publishSecretsAndContext are the secrets and volume context of a NodePublishVolume, filesystem or block: the
+// volume's publish secrets and attributes, with the pod's information where the driver asks for it.
+func (m csiVolumes) publishSecretsAndContext(ctx context.Context, pod *corev1.Pod, v *csiVolume, info *csiDriverInfo) (secrets, attrs map[string]string, err error) {
+	secrets, err = m.csiSecrets(ctx, v.publishSecrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	attrs = v.attributes
+	if info.podInfoOnMount {
+		attrs = mergeMaps(attrs, podInfoAttributes(pod, v.ephemeral))
+	}
+	return secrets, attrs, nil
 }
 
 // podInfoAttributes is the pod information a driver with podInfoOnMount gets in the volume context.
