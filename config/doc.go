@@ -11,7 +11,7 @@
 // file's directory. Flags the kubelet removed are rejected with the reason.
 //
 // What nodelet accepts but does not act on — fields set to non-default
-// values, flags for features it lacks, flags not implemented yet — becomes a
+// values, flags of features it does not have — becomes a
 // Notice that the caller logs once at start-up (Config.LogNotices);
 // docs/config.md lists those fields.
 //
