@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // Manager keeps the allocated and actuated resources of the node's pods and their resize conditions. It
@@ -190,16 +192,13 @@ func (m *Manager) SetActuatedPodLevel(pod *corev1.Pod) error {
 	return m.updateActuated(pod.UID, func(e *PodResources) { e.PodLevelResources = pod.Spec.Resources.DeepCopy() })
 }
 
-// EffectiveResources are the container's resources with the pod-level limits standing in for the cpu and
-// memory limits it does not set (what its cgroup is given).
+// EffectiveResources are the container's resources with its cpu and memory limits as its cgroup is given
+// them (podrules.ContainerLimit: the pod-level limit for one the container leaves unset or zero).
 func EffectiveResources(pod *corev1.Pod, c *corev1.Container) corev1.ResourceRequirements {
 	r := *c.Resources.DeepCopy()
-	if pod.Spec.Resources == nil {
-		return r
-	}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		lim, ok := pod.Spec.Resources.Limits[name]
-		if _, set := r.Limits[name]; set || !ok {
+		lim := podrules.ContainerLimit(pod, c, name)
+		if cur := r.Limits[name]; lim.IsZero() || lim.Cmp(cur) == 0 {
 			continue
 		}
 		if r.Limits == nil {

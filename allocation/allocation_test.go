@@ -120,6 +120,20 @@ func TestEffectiveResourcesTakePodLevelLimits(t *testing.T) {
 	}
 }
 
+// A container limit of zero is no limit: the pod-level one stands in, as in the container's cgroup.
+func TestEffectiveResourcesZeroLimitTakesPodLevel(t *testing.T) {
+	p := pod("a", "100m")
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}
+	p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	r := EffectiveResources(p, &p.Spec.Containers[0])
+	if r.Limits.Cpu().MilliValue() != 2000 {
+		t.Errorf("effective cpu limit = %v, want the pod's 2", r.Limits.Cpu())
+	}
+	if p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() != 0 {
+		t.Error("the pod's spec was changed")
+	}
+}
+
 func TestResizeConditions(t *testing.T) {
 	m := InMemory()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

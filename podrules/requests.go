@@ -1,6 +1,9 @@
 package podrules
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
 
 // ResourceOptions say what PodRequests and PodLimits leave out, as the kubelet's resource helper options.
 type ResourceOptions struct {
@@ -59,6 +62,17 @@ func PodLimits(pod *corev1.Pod, opts ResourceOptions) corev1.ResourceList {
 // a limit.
 func PodLevelResourcesSet(pod *corev1.Pod) bool {
 	return PodLevelRequestsSet(pod) || PodLevelLimitsSet(pod)
+}
+
+// ContainerLimit is the container's cpu or memory limit as its cgroup gets it (the kubelet's getCPULimit
+// and getMemoryLimit, before DRA allocations): in a pod that sets pod-level resources, a container limit
+// that is unset or zero takes the pod-level one.
+func ContainerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceName) resource.Quantity {
+	lim := c.Resources.Limits[name]
+	if lim.IsZero() && PodLevelResourcesSet(pod) {
+		return pod.Spec.Resources.Limits[name]
+	}
+	return lim
 }
 
 // PodLevelRequestsSet says whether the pod's spec.resources.requests sets a supported resource.

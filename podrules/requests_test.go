@@ -167,6 +167,32 @@ func TestPodLevelResourcesSet(t *testing.T) {
 	}
 }
 
+func TestContainerLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		podLevel  *corev1.ResourceRequirements
+		container corev1.ResourceList
+		want      string
+	}{
+		{name: "no pod-level resources", container: rl("cpu", "500m"), want: "500m"},
+		{name: "unset, no pod-level resources", want: "0"},
+		{name: "unset takes the pod's", podLevel: &corev1.ResourceRequirements{Limits: rl("cpu", "2")}, want: "2"},
+		{name: "zero takes the pod's", podLevel: &corev1.ResourceRequirements{Limits: rl("cpu", "2")}, container: rl("cpu", "0"), want: "2"},
+		{name: "the container's own wins", podLevel: &corev1.ResourceRequirements{Limits: rl("cpu", "2")}, container: rl("cpu", "500m"), want: "500m"},
+		{name: "pod-level requests only", podLevel: &corev1.ResourceRequirements{Requests: rl("cpu", "1")}, want: "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Resources: tt.podLevel,
+				Containers: []corev1.Container{{Name: "a", Resources: reqLim(nil, tt.container)}}}}
+			got := ContainerLimit(pod, &pod.Spec.Containers[0], corev1.ResourceCPU)
+			if got.Cmp(resource.MustParse(tt.want)) != 0 {
+				t.Errorf("ContainerLimit() = %v, want %v", got.String(), tt.want)
+			}
+		})
+	}
+}
+
 func equalResources(a, b corev1.ResourceList) bool {
 	if len(a) != len(b) {
 		return false

@@ -128,12 +128,12 @@ func linuxContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ContainerOp
 // request (defaulting to its limit), cpu and memory limits (pod-level limits stand in for unset ones),
 // oom_score_adj, huge page limits, cgroup v2 settings and swap.
 func ContainerResources(pod *corev1.Pod, c *corev1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
-	cpuLimit := containerLimit(pod, c, corev1.ResourceCPU)
+	cpuLimit := podrules.ContainerLimit(pod, c, corev1.ResourceCPU)
 	cpuRequest, ok := c.Resources.Requests[corev1.ResourceCPU]
 	if !ok {
 		cpuRequest = cpuLimit
 	}
-	r := linuxResources(cpuRequest, cpuLimit, containerLimit(pod, c, corev1.ResourceMemory))
+	r := linuxResources(cpuRequest, cpuLimit, podrules.ContainerLimit(pod, c, corev1.ResourceMemory))
 	r.OomScoreAdj = int64(OOMScoreAdjust(pod, c, opts.NodeMemoryCapacity))
 	r.HugepageLimits = hugepageLimits(pod, c, opts.HugePageSizes)
 	if opts.CgroupV2 {
@@ -169,15 +169,6 @@ func setSwap(r *runtimeapi.LinuxContainerResources, pod *corev1.Pod, c *corev1.C
 		r.Unified = map[string]string{}
 	}
 	r.Unified["memory.swap.max"] = strconv.FormatInt(swap, 10)
-}
-
-// containerLimit is the container's limit, or the pod-level one when the container sets none.
-func containerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceName) resource.Quantity {
-	lim := c.Resources.Limits[name]
-	if lim.IsZero() && podrules.PodLevelResourcesSet(pod) {
-		return pod.Spec.Resources.Limits[name]
-	}
-	return lim
 }
 
 // hugepageLimits sets a limit for each of the host's page sizes: the container's hugepages-<size> limit,
