@@ -10,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/runtime"
 )
-
-// minStopTimeout is the shortest stop timeout a container gets (the kubelet's minimumGracePeriodInSeconds).
-const minStopTimeout = 2
 
 // evictContainers lists the containers, then asks which pods are still there (a snapshot taken after the
 // listing: whatever a worker created meanwhile is not in the list), and removes the dead containers
@@ -61,14 +59,14 @@ func (c *Collector) removeContainer(ctx context.Context, d deadContainer) {
 
 // stopTimeout is the grace period the kubelet stops a container of a pod it only knows from the
 // runtime with: the pod's deletion grace period, else its termination grace period, as the container's
-// annotations recorded them, and at least minStopTimeout.
+// annotations recorded them, and at least podrules.MinimumGracePeriod.
 func stopTimeout(annotations map[string]string) int64 {
 	for _, k := range []string{runtime.AnnotationPodDeletionGracePeriod, runtime.AnnotationPodTerminationGracePeriod} {
 		if g, err := strconv.ParseInt(annotations[k], 10, 64); err == nil {
-			return max(g, minStopTimeout)
+			return max(g, podrules.MinimumGracePeriod)
 		}
 	}
-	return minStopTimeout
+	return podrules.MinimumGracePeriod
 }
 
 // evictSandboxes lists the containers and sandboxes, asks which pods are still there, and removes the

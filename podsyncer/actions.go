@@ -1,6 +1,8 @@
 package podsyncer
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -27,8 +29,11 @@ type startAction struct {
 type killAction struct {
 	container *runtime.ContainerStatus
 	message   string
-	// grace overrides the pod's grace period (a probe's terminationGracePeriodSeconds).
+	// grace is a failed probe's terminationGracePeriodSeconds: the container's grace period instead of the
+	// pod's (podrules.ContainerKillGracePeriod).
 	grace *int64
+	// deadline is when the grace period ends, set when the kill starts.
+	deadline time.Time
 }
 
 // probeResults is what the actions need from the probes: whether a container has started (startup

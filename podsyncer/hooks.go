@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/probes"
 	"github.com/nodelet/nodelet/runtime"
@@ -33,8 +34,9 @@ func (s *stopper) runPostStart(ps *PodState, pod *corev1.Pod, c *corev1.Containe
 			s.recorder.Event(containerRef(pod, c), corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
 			ctrl.Log.WithName("hooks").Info("PostStart hook failed", "pod", ps.Key, "container", c.Name, "err", err.Error(), "output", msg)
 			ps.setWaiting(c.Name, podstatus.Waiting{Reason: "PostStartHookError", Message: hookFailure(err, msg)})
+			grace := time.Duration(podrules.ContainerKillGracePeriod(pod, nil)) * time.Second
 			s.killContainer(ctx, pod, killAction{container: &runtime.ContainerStatus{ID: id, Name: c.Name},
-				message: "FailedPostStartHook"}, s.clock.Now().Add(time.Duration(s.specGrace(pod))*time.Second), nil)
+				message: "FailedPostStartHook", deadline: s.clock.Now().Add(grace)}, nil)
 			s.changed(ps.UID)
 		}
 		s.enqueue(ps.Key)
@@ -46,13 +48,6 @@ func hookFailure(err error, output string) string {
 		return fmt.Sprintf("%v, message: %q", err, output)
 	}
 	return err.Error()
-}
-
-func (s *stopper) specGrace(pod *corev1.Pod) int64 {
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return defaultGracePeriod
 }
 
 // preStopHandler is the container's preStop hook: from the spec, or — for a pod the agent only knows

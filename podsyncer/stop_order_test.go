@@ -87,15 +87,16 @@ func TestKillAllStopsSidecarsLastInReverseOrder(t *testing.T) {
 	pod.Name, pod.Namespace = "p", "ns"
 	clk := clocktesting.NewFakeClock(time.Now()) // the hook's context deadline is a wall-clock one
 	r := newTestSyncer(t, Deps{Runtime: rt, Clock: clk}, Options{})
+	deadline := clk.Now().Add(15 * time.Second)
 	kills := []killAction{
-		{container: &runtime.ContainerStatus{ID: "container-redirect", Name: "container-redirect", Kind: runtime.KindSidecar}},
-		{container: &runtime.ContainerStatus{ID: "pod-with-prestop-http-hook", Name: "pod-with-prestop-http-hook", Kind: runtime.KindSidecar}},
-		{container: &runtime.ContainerStatus{ID: "main", Name: "main"}},
+		{container: &runtime.ContainerStatus{ID: "container-redirect", Name: "container-redirect", Kind: runtime.KindSidecar}, deadline: deadline},
+		{container: &runtime.ContainerStatus{ID: "pod-with-prestop-http-hook", Name: "pod-with-prestop-http-hook", Kind: runtime.KindSidecar}, deadline: deadline},
+		{container: &runtime.ContainerStatus{ID: "main", Name: "main"}, deadline: deadline},
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.stop.killAll(context.Background(), pod, kills, clk.Now().Add(15*time.Second))
+		r.stop.killAll(context.Background(), pod, kills)
 	}()
 	select {
 	case <-hooked:
@@ -187,6 +188,34 @@ func TestNewStopOrder(t *testing.T) {
 				if got := len(o.after[name]); got != n {
 					t.Errorf("%s waits for %d containers, want %d", name, got, n)
 				}
+			}
+		})
+	}
+}
+
+// A container a failed probe kills gets the probe's grace period, longer or shorter than the pod's, unless
+// the pod is being deleted; every other kill ends with the pod's.
+func TestKillDeadline(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	podDeadline := now.Add(30 * time.Second)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)}}
+	c := &runtime.ContainerStatus{Name: "main"}
+	for _, tt := range []struct {
+		name     string
+		grace    *int64
+		deletion *int64
+		want     time.Duration
+	}{
+		{name: "no probe grace", want: 30 * time.Second},
+		{name: "a longer probe grace", grace: ptr.To[int64](120), want: 120 * time.Second},
+		{name: "a shorter probe grace", grace: ptr.To[int64](5), want: 5 * time.Second},
+		{name: "being deleted", grace: ptr.To[int64](120), deletion: ptr.To[int64](10), want: 10 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod.DeepCopy()
+			p.DeletionGracePeriodSeconds = tt.deletion
+			if got := killDeadline(now, p, killAction{container: c, grace: tt.grace}, podDeadline).Sub(now); got != tt.want {
+				t.Errorf("grace = %v, want %v", got, tt.want)
 			}
 		})
 	}

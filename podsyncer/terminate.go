@@ -20,9 +20,6 @@ import (
 // defaultGracePeriod is the API's default terminationGracePeriodSeconds.
 const defaultGracePeriod = 30
 
-// minStopTimeout is the shortest stop timeout a container gets (the kubelet's minimumGracePeriodInSeconds).
-const minStopTimeout = 2
-
 // killOp is a stop of a pod's containers running in the background.
 type killOp struct {
 	grace    int64
@@ -123,35 +120,53 @@ func (s *Syncer) ensureKill(ctx context.Context, ps *PodState, pod *corev1.Pod, 
 // the sidecars declared after it have stopped (stopOrder). The pod is enqueued when all are stopped.
 func (s *Syncer) startKill(ctx context.Context, ps *PodState, pod *corev1.Pod, kills []killAction, grace int64) {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	op := &killOp{grace: grace, deadline: s.clock.Now().Add(time.Duration(grace) * time.Second), cancel: cancel, done: make(chan struct{})}
+	now := s.clock.Now()
+	deadline := now.Add(time.Duration(grace) * time.Second)
+	op := &killOp{grace: grace, deadline: deadline, cancel: cancel, done: make(chan struct{})}
+	for i := range kills {
+		// A probe's kill has a grace period of its own: the stop lasts until the last container's ends.
+		kills[i].deadline = killDeadline(now, pod, kills[i], deadline)
+		if kills[i].deadline.After(op.deadline) {
+			op.deadline = kills[i].deadline
+		}
+	}
 	ps.kill = op
 	go func() {
 		defer close(op.done)
 		defer cancel()
-		s.stop.killAll(kctx, pod, kills, op.deadline)
+		s.stop.killAll(kctx, pod, kills)
 		s.changed(ps.UID)
 		s.enqueue(ps.Key)
 	}()
 }
 
-// killAll stops containers in parallel, each with the time left until deadline, in the kubelet's
+// killDeadline is when a kill's grace period ends: the pod's (podDeadline), or for a container a failed probe
+// kills, the grace period podrules.ContainerKillGracePeriod gives it.
+func killDeadline(now time.Time, pod *corev1.Pod, k killAction, podDeadline time.Time) time.Time {
+	if k.grace == nil {
+		return podDeadline
+	}
+	return now.Add(time.Duration(max(podrules.ContainerKillGracePeriod(pod, k.grace), 1)) * time.Second)
+}
+
+// killAll stops containers in parallel, each with the time left until its deadline, in the kubelet's
 // termination order.
-func (s *stopper) killAll(ctx context.Context, pod *corev1.Pod, kills []killAction, deadline time.Time) {
+func (s *stopper) killAll(ctx context.Context, pod *corev1.Pod, kills []killAction) {
 	order := newStopOrder(pod, kills)
 	var wg sync.WaitGroup
 	for _, k := range kills {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.killContainer(ctx, pod, k, deadline, order)
+			s.killContainer(ctx, pod, k, order)
 		}()
 	}
 	wg.Wait()
 }
 
-// killContainer runs the preStop hook (bounded by the grace period), waits for its turn in order (nil:
-// none), then stops the container with the time that remains.
-func (s *stopper) killContainer(ctx context.Context, pod *corev1.Pod, k killAction, deadline time.Time, order *stopOrder) {
+// killContainer runs the preStop hook (bounded by the grace period, which ends at k.deadline), waits for
+// its turn in order (nil: none), then stops the container with the time that remains.
+func (s *stopper) killContainer(ctx context.Context, pod *corev1.Pod, k killAction, order *stopOrder) {
 	c := k.container
 	spec := containerSpec(pod, c.Name)
 	msg := k.message
@@ -161,12 +176,8 @@ func (s *stopper) killContainer(ctx context.Context, pod *corev1.Pod, k killActi
 	if pod != nil {
 		s.recorder.Event(containerRef(pod, spec), corev1.EventTypeNormal, "Killing", msg)
 	}
-	if k.grace != nil {
-		if d := s.clock.Now().Add(time.Duration(max(*k.grace, 1)) * time.Second); d.Before(deadline) {
-			deadline = d
-		}
-	}
-	if hook := preStopHandler(spec, c); hook != nil {
+	deadline := k.deadline
+	if hook := preStopHandler(spec, c); hook != nil && deadline.After(s.clock.Now()) {
 		hctx, cancel := context.WithDeadline(ctx, deadline)
 		s.runPreStop(hctx, pod, spec, c, hook)
 		cancel()
@@ -175,7 +186,7 @@ func (s *stopper) killContainer(ctx context.Context, pod *corev1.Pod, k killActi
 	order.waitForTurn(ctx, s.clock, c.Name, deadline)
 	// As the kubelet, always leave a container a short window to stop before SIGKILL, even when the
 	// preStop hook or the wait for its turn used up the grace period.
-	remaining := max(int64(deadline.Sub(s.clock.Now()).Round(time.Second)/time.Second), minStopTimeout)
+	remaining := max(int64(deadline.Sub(s.clock.Now()).Round(time.Second)/time.Second), podrules.MinimumGracePeriod)
 	if err := s.cri.StopContainer(ctx, c.ID, remaining); err != nil && !errors.Is(err, runtime.ErrNotFound) && ctx.Err() == nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to stop container", "containerID", c.ID, "container", c.Name)
 		if pod != nil {
