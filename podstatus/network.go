@@ -3,6 +3,8 @@ package podstatus
 import (
 	corev1 "k8s.io/api/core/v1"
 	netutils "k8s.io/utils/net"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // podIPs are the newest ready sandbox's IPs: the first of the node's primary family, then the first of
@@ -16,23 +18,8 @@ func (b *builder) podIPs() []corev1.PodIP {
 		}
 	}
 	var out []corev1.PodIP
-	for _, ip := range b.sortPodIPs(ips) {
+	for _, ip := range podrules.SortPodIPs(ips, b.in.HostIPs) {
 		out = append(out, corev1.PodIP{IP: ip})
-	}
-	return out
-}
-
-// sortPodIPs keeps one IP per family, the node's primary family first (the kubelet's sortPodIPs).
-func (b *builder) sortPodIPs(ips []string) []string {
-	v6First := len(b.in.HostIPs) > 0 && netutils.IsIPv6String(b.in.HostIPs[0])
-	var out []string
-	for _, wantV6 := range [...]bool{v6First, !v6First} {
-		for _, s := range ips {
-			if ip := netutils.ParseIPSloppy(s); ip != nil && netutils.IsIPv6(ip) == wantV6 {
-				out = append(out, ip.String())
-				break
-			}
-		}
 	}
 	return out
 }

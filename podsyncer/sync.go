@@ -554,7 +554,8 @@ func (s *Syncer) syncProbes(pod *corev1.Pod, st *runtime.PodStatus) {
 		infos = append(infos, probes.ContainerInfo{Name: c.Name, ID: c.ID, StartedAt: c.StartedAt,
 			Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING})
 	}
-	ips := st.IPs
+	// A probe connects to the pod's IP as its status gives it (the kubelet's prober reads status.podIP).
+	ips := podrules.SortPodIPs(st.IPs, s.hostIPs)
 	if pod.Spec.HostNetwork {
 		ips = s.hostIPs
 	}

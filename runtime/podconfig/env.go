@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -294,7 +293,7 @@ func (r *envResolver) fieldRef(fs *corev1.ObjectFieldSelector) (string, error) {
 	case "status.hostIP", "status.hostIPs":
 		return r.hostIPs(fs.FieldPath)
 	case "status.podIP", "status.podIPs":
-		ips := sortPodIPs(r.opts.PodIPs, r.opts.HostIPs)
+		ips := podrules.SortPodIPs(r.opts.PodIPs, r.opts.HostIPs)
 		if fs.FieldPath == "status.podIPs" {
 			return strings.Join(ips, ","), nil
 		}
@@ -385,26 +384,6 @@ func formatMap(m map[string]string) string {
 		lines = append(lines, k+"="+strconv.Quote(m[k]))
 	}
 	return strings.Join(lines, "\n")
-}
-
-// sortPodIPs keeps the first pod IP of the node's primary family, then the first of the other family.
-func sortPodIPs(podIPs, hostIPs []string) []string {
-	primaryV6 := false
-	if len(hostIPs) > 0 {
-		if a, err := netip.ParseAddr(hostIPs[0]); err == nil {
-			primaryV6 = a.Is6() && !a.Is4In6()
-		}
-	}
-	var ips []string
-	for _, wantV6 := range []bool{primaryV6, !primaryV6} {
-		for _, ip := range podIPs {
-			if a, err := netip.ParseAddr(ip); err == nil && (a.Is6() && !a.Is4In6()) == wantV6 {
-				ips = append(ips, ip)
-				break
-			}
-		}
-	}
-	return ips
 }
 
 // resourceFieldRef resolves requests/limits of cpu, memory, ephemeral-storage and hugepages of this or a
