@@ -323,3 +323,35 @@ func TestPodRecreatedUnderItsNameStartsBesideTheOldOne(t *testing.T) {
 		t.Fatal("the old pod's container no longer runs: its stop did not take its grace period")
 	}
 }
+
+// A pod found in the runtime that the (restarted) agent never knew and nothing desires any more — force-
+// deleted while the agent was down — is stopped with a grace period of 1 s, as the kubelet stops orphaned
+// runtime pods, not with the 300 s its spec once asked for.
+func TestOrphanedRuntimePodIsStoppedWithAOneSecondGrace(t *testing.T) {
+	b := newLifecycleBed(t)
+	b.rt.ScriptContainer("stubborn", fake.Behaviour{IgnoreSIGTERM: true})
+	b.create(bedPod("gone", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Name = "stubborn"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(300))
+	}))
+	b.sync("gone")
+	b.mustRun("gone", "stubborn")
+
+	b.start()
+	if err := b.api.Delete(b.ctx, b.pod("gone")); err != nil {
+		t.Fatal(err)
+	}
+	b.sync("gone")
+	var waited time.Duration
+	for b.running("gone", "stubborn") != "" {
+		if waited > 5*time.Second {
+			t.Fatalf("still running %v after the orphan's stop began", waited)
+		}
+		b.step(100 * time.Millisecond)
+		waited += 100 * time.Millisecond
+		time.Sleep(time.Millisecond)
+	}
+	if waited < 2*time.Second {
+		t.Errorf("killed after %v, want the minimum stop timeout (2 s) first", waited)
+	}
+}

@@ -88,6 +88,12 @@ func (r *Reconciler) workersFor(key types.NamespacedName, desired *corev1.Pod) [
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, uid := range runtimeUIDs {
+		if _, known := r.workers[uid]; !known && (desired == nil || uid != desired.UID) {
+			// A pod found in the runtime that no worker knew and nothing desires is stopped with a grace
+			// period of 1 s, as the kubelet's housekeeping stops orphaned runtime pods.
+			r.ensureWorkerLocked(uid, key).ShortenGrace(1)
+			continue
+		}
 		r.ensureWorkerLocked(uid, key)
 	}
 	if desired != nil {
