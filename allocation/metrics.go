@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // The kubelet's resize gauges, computed when scraped from the resize conditions.
@@ -17,9 +19,6 @@ var (
 			"Label 'reason' describes the state (deferred, infeasible).", []string{"reason", "priority_bucket"}, nil)
 )
 
-// systemCriticalPriority is the priority of the system-critical classes and above.
-const systemCriticalPriority = 2000000000
-
 // PriorityBucket is the kubelet's priority_bucket label of a pod's resize metrics.
 func PriorityBucket(pod *corev1.Pod) string {
 	if pod == nil {
@@ -29,7 +28,7 @@ func PriorityBucket(pod *corev1.Pod) string {
 		return "normal"
 	}
 	switch p := *pod.Spec.Priority; {
-	case p >= systemCriticalPriority:
+	case p >= podrules.SystemCriticalPriority:
 		return "system-critical"
 	case p >= 100000:
 		return "high"

@@ -223,7 +223,7 @@ func (m *Manager) PendingResizes(podOf func(types.UID) *corev1.Pod) []*corev1.Po
 		if a.growing != b.growing {
 			return boolOrder(!a.growing, !b.growing)
 		}
-		if pa, pb := priority(a.pod), priority(b.pod); pa != pb {
+		if pa, pb := podrules.PodPriority(a.pod), podrules.PodPriority(b.pod); pa != pb {
 			return boolOrder(pa > pb, pb > pa)
 		}
 		ga, gb := podrules.GetPodQOS(a.pod) == corev1.PodQOSGuaranteed, podrules.GetPodQOS(b.pod) == corev1.PodQOSGuaranteed
@@ -256,13 +256,6 @@ func boolOrder(first, second bool) int {
 		return 1
 	}
 	return 0
-}
-
-func priority(pod *corev1.Pod) int32 {
-	if pod.Spec.Priority == nil {
-		return 0
-	}
-	return *pod.Spec.Priority
 }
 
 // growsRequests reports whether the desired pod asks for more cpu or memory than the allocated one.

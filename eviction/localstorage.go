@@ -83,20 +83,6 @@ func emptyDirSizeLimit(v *corev1.Volume) *resource.Quantity {
 	return v.EmptyDir.SizeLimit
 }
 
-// limitsLocalStorage says whether a local storage check can find the pod over a limit: it has an emptyDir
-// with a sizeLimit, or an ephemeral-storage limit of its own or of a container.
-func limitsLocalStorage(pod *corev1.Pod) bool {
-	for i := range pod.Spec.Volumes {
-		if emptyDirSizeLimit(&pod.Spec.Volumes[i]) != nil {
-			return true
-		}
-	}
-	if _, found := podEphemeralStorageLimit(pod); found {
-		return true
-	}
-	return len(containerStorageLimits(pod)) > 0
-}
-
 // podEphemeralStorageLimit is the pod's ephemeral-storage limit (podrules.PodLimits), when it has one.
 func podEphemeralStorageLimit(pod *corev1.Pod) (resource.Quantity, bool) {
 	limit, found := podrules.PodLimits(pod, podrules.ResourceOptions{})[corev1.ResourceEphemeralStorage]

@@ -32,7 +32,7 @@ func (m *Manager) synchronize(ctx context.Context) ([]*corev1.Pod, error) {
 	m.updateNotifier(ctx, sum.Node.Memory, now)
 	obs, _ := observe(sum)
 	acting := m.updateThresholds(obs, now)
-	checkLocalStorage := m.opts.LocalStorageCapacityIsolation && slices.ContainsFunc(pods, limitsLocalStorage)
+	checkLocalStorage := m.opts.LocalStorageCapacityIsolation && slices.ContainsFunc(pods, podrules.HasLocalStorageLimit)
 	if len(acting) == 0 && !checkLocalStorage {
 		log.V(3).Info("Eviction manager: no resources are starved")
 		return nil, nil

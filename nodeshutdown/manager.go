@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // The kubelet's words.
@@ -25,9 +27,6 @@ const (
 	messageRejected    = "Pod was rejected as the node is shutting down."
 	reasonTerminated   = "Terminated"
 	messageTerminated  = "Pod was terminated in response to imminent node shutdown."
-	// systemCriticalPriority is the priority of system-cluster-critical pods and the floor of the critical
-	// group shutdownGracePeriodCriticalPods makes.
-	systemCriticalPriority = 2000000000
 	// DefaultLogindConfDir is where logind reads the kubelet's override of InhibitDelayMaxSec.
 	DefaultLogindConfDir = "/etc/systemd/logind.conf.d"
 	// reconnectPeriod is how often a lost D-Bus connection is made again.
@@ -80,7 +79,7 @@ func Groups(kc *kubeletconfigv1beta1.KubeletConfiguration) []Group {
 		if period <= 0 || critical > period {
 			return nil
 		}
-		out = []Group{{Priority: 0, Period: (period - critical).Truncate(time.Second)}, {Priority: systemCriticalPriority, Period: critical.Truncate(time.Second)}}
+		out = []Group{{Priority: 0, Period: (period - critical).Truncate(time.Second)}, {Priority: podrules.SystemCriticalPriority, Period: critical.Truncate(time.Second)}}
 	}
 	slices.SortStableFunc(out, func(a, b Group) int { return int(int64(a.Priority) - int64(b.Priority)) })
 	return out

@@ -17,6 +17,8 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // fakeLogind is logind: its InhibitDelayMax follows an override, its locks are pipes, its signals come from
@@ -119,12 +121,12 @@ func TestGroupsFromTheKubeletConfiguration(t *testing.T) {
 	g := NewWithT(t)
 	kc := &kubeletconfigv1beta1.KubeletConfiguration{ShutdownGracePeriod: metav1.Duration{Duration: 30 * time.Second},
 		ShutdownGracePeriodCriticalPods: metav1.Duration{Duration: 10 * time.Second}}
-	g.Expect(Groups(kc)).To(Equal([]Group{{0, 20 * time.Second}, {systemCriticalPriority, 10 * time.Second}}))
+	g.Expect(Groups(kc)).To(Equal([]Group{{0, 20 * time.Second}, {podrules.SystemCriticalPriority, 10 * time.Second}}))
 	g.Expect(Groups(&kubeletconfigv1beta1.KubeletConfiguration{})).To(BeEmpty())
 	kc = &kubeletconfigv1beta1.KubeletConfiguration{ShutdownGracePeriodByPodPriority: []kubeletconfigv1beta1.ShutdownGracePeriodByPodPriority{
 		{Priority: 100000, ShutdownGracePeriodSeconds: 30}, {Priority: 0, ShutdownGracePeriodSeconds: 10}}}
 	g.Expect(Groups(kc)).To(Equal([]Group{{0, 10 * time.Second}, {100000, 30 * time.Second}}))
-	groups := []Group{{0, time.Second}, {1000, time.Second}, {systemCriticalPriority, time.Second}}
+	groups := []Group{{0, time.Second}, {1000, time.Second}, {podrules.SystemCriticalPriority, time.Second}}
 	got := groupPods(groups, []*corev1.Pod{pod("low", -5, 1), pod("mid", 1500, 1), pod("node-critical", 2000001000, 1), pod("zero", 0, 1)})
 	names := func(ps []*corev1.Pod) []string {
 		var out []string

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // processShutdown stops the pods group by group, lowest priority first, each group within its period,
@@ -94,10 +96,7 @@ func stopped(p Pods, pods []*corev1.Pod) bool {
 func groupPods(groups []Group, pods []*corev1.Pod) [][]*corev1.Pod {
 	out := make([][]*corev1.Pod, len(groups))
 	for _, p := range pods {
-		var prio int32
-		if p.Spec.Priority != nil {
-			prio = *p.Spec.Priority
-		}
+		prio := podrules.PodPriority(p)
 		i := 0
 		for j, g := range groups {
 			if g.Priority <= prio {

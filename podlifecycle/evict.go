@@ -8,6 +8,8 @@ import (
 
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/podsyncer"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // PodAdmitter is an admission handler besides the reconciler's own (the eviction manager's): it admits
@@ -30,7 +32,7 @@ func (r *Reconciler) ActivePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, w := range r.workers {
 		if w.isAdmitted() && w.stage() == syncing && w.pod != nil && w.pendingKill.Load() == nil &&
-			w.pod.DeletionTimestamp == nil && !isTerminalPhase(w.pod.Status.Phase) {
+			w.pod.DeletionTimestamp == nil && !podrules.IsTerminalPhase(w.pod.Status.Phase) {
 			out = append(out, w.pod)
 		}
 	}

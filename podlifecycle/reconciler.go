@@ -196,11 +196,7 @@ func readinessOutOfStep(o any) bool {
 
 func terminalPhase(o any) bool {
 	p, ok := o.(*corev1.Pod)
-	return ok && isTerminalPhase(p.Status.Phase)
-}
-
-func isTerminalPhase(p corev1.PodPhase) bool {
-	return p == corev1.PodSucceeded || p == corev1.PodFailed
+	return ok && podrules.IsTerminalPhase(p.Status.Phase)
 }
 
 func equalInt64Ptr(a, b *int64) bool {

@@ -15,6 +15,8 @@ import (
 	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/timeline"
+
+	"github.com/nodelet/nodelet/podrules"
 )
 
 // lifecycle is a pod's stage on the node; it only moves forward.
@@ -353,7 +355,7 @@ func (w *podWorker) syncOp() string {
 // shouldTerminate reports whether a syncing pod must stop: it is being deleted, its phase is terminal,
 // or the agent decided its fate (activeDeadlineSeconds).
 func (r *Reconciler) shouldTerminate(_ context.Context, w *podWorker, pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || isTerminalPhase(pod.Status.Phase) || w.Outcome() != nil {
+	if pod.DeletionTimestamp != nil || podrules.IsTerminalPhase(pod.Status.Phase) || w.Outcome() != nil {
 		return true
 	}
 	if w.deadlineLeft(r.clock.Now(), pod) != 0 {
@@ -397,7 +399,7 @@ func (r *Reconciler) admitPod(ctx context.Context, w *podWorker, pod *corev1.Pod
 		}
 		r.metrics.containersPerPod.Observe(float64(len(pod.Spec.Containers)))
 	}
-	if isTerminalPhase(pod.Status.Phase) && !status.Active() {
+	if podrules.IsTerminalPhase(pod.Status.Phase) && !status.Active() {
 		w.setState(terminated)
 		return false
 	}

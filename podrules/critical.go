@@ -25,6 +25,11 @@ func IsNodeCriticalPod(pod *corev1.Pod) bool {
 	return IsCriticalPod(pod) && pod.Spec.PriorityClassName == SystemNodeCritical
 }
 
+// IsTerminalPhase says whether a pod phase is final: Succeeded or Failed.
+func IsTerminalPhase(p corev1.PodPhase) bool {
+	return p == corev1.PodSucceeded || p == corev1.PodFailed
+}
+
 // PodPriority is the pod's priority, 0 when unset (corev1helpers.PodPriority).
 func PodPriority(pod *corev1.Pod) int32 {
 	if pod.Spec.Priority != nil {

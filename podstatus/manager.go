@@ -95,7 +95,7 @@ func (b cacheRules) terminate(s *corev1.PodStatus) {
 	if podrules.IsStaticPod(b.pod) {
 		return
 	}
-	if !isTerminal(s.Phase) {
+	if !podrules.IsTerminalPhase(s.Phase) {
 		s.Phase = corev1.PodFailed
 	}
 }
@@ -162,7 +162,7 @@ func (b cacheRules) merge(s corev1.PodStatus, couldHaveRunningContainers bool) c
 			conds = append(conds, *c.DeepCopy())
 		}
 	}
-	transitioning := !isTerminal(old.Phase) && isTerminal(s.Phase)
+	transitioning := !podrules.IsTerminalPhase(old.Phase) && podrules.IsTerminalPhase(s.Phase)
 	for _, c := range s.Conditions {
 		switch {
 		case kubeletConditions[c.Type]:
@@ -181,7 +181,7 @@ func (b cacheRules) merge(s corev1.PodStatus, couldHaveRunningContainers bool) c
 	if transitioning && couldHaveRunningContainers {
 		s.Phase, s.Reason, s.Message = old.Phase, old.Reason, old.Message
 	}
-	if isTerminal(s.Phase) && (conditionTrue(s.Conditions, corev1.PodReady) || conditionTrue(s.Conditions, corev1.ContainersReady)) {
+	if podrules.IsTerminalPhase(s.Phase) && (conditionTrue(s.Conditions, corev1.PodReady) || conditionTrue(s.Conditions, corev1.ContainersReady)) {
 		s.Conditions = b.conds.updateCondition(s.Conditions, b.conds.terminalCondition(corev1.ContainersReady, s.Phase))
 		s.Conditions = b.conds.updateCondition(s.Conditions, b.conds.terminalCondition(corev1.PodReady, s.Phase))
 	}

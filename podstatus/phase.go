@@ -19,7 +19,7 @@ func (b *builder) setPhase(s *corev1.PodStatus) {
 	all := concatStatuses(s.ContainerStatuses, s.InitContainerStatuses)
 	s.Phase = b.containersPhase(all)
 	old := b.old.Phase
-	if !isTerminal(s.Phase) && isTerminal(old) {
+	if !podrules.IsTerminalPhase(s.Phase) && podrules.IsTerminalPhase(old) {
 		s.Phase = old
 	}
 	if s.Phase == old {
@@ -28,7 +28,7 @@ func (b *builder) setPhase(s *corev1.PodStatus) {
 	if o := b.in.Override; o != nil {
 		s.Phase, s.Reason, s.Message = o.Phase, o.Reason, o.Message
 	}
-	if isTerminal(old) && s.Phase != old {
+	if podrules.IsTerminalPhase(old) && s.Phase != old {
 		s.Phase = old // a terminal phase never changes
 	}
 }

@@ -267,10 +267,6 @@ func runtimeID(containerID string) string {
 	return containerID
 }
 
-func isTerminal(p corev1.PodPhase) bool {
-	return p == corev1.PodSucceeded || p == corev1.PodFailed
-}
-
 func sortConditions(c []corev1.PodCondition) {
 	sort.SliceStable(c, func(i, j int) bool { return c[i].Type < c[j].Type })
 }
