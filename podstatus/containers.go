@@ -127,7 +127,7 @@ func (b containerRules) applyWaiting(c *corev1.Container, st *corev1.ContainerSt
 		if latest != nil && latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0 {
 			return
 		}
-		if latest == nil && !podrules.IsSidecar(c) && st.State.Waiting != nil && b.ctrs.anyRegularContainerCreated() {
+		if latest == nil && !podrules.IsSidecar(c) && st.State.Waiting != nil && b.rt.AnyContainerCreated(b.pod.Spec.Containers) {
 			st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", Message: msgInitAssumedDone}}
 			return
 		}
@@ -143,17 +143,6 @@ func (b containerRules) applyWaiting(c *corev1.Container, st *corev1.ContainerSt
 		st.LastTerminationState = st.State
 	}
 	st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
-}
-
-// anyRegularContainerCreated: the newest attempt of some regular container was created, runs or exited.
-func (b containerRules) anyRegularContainerCreated() bool {
-	for i := range b.pod.Spec.Containers {
-		a := b.rt.FindContainer(b.pod.Spec.Containers[i].Name)
-		if a != nil && a.State != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-			return true
-		}
-	}
-	return false
 }
 
 // ordered lists init statuses in spec order and the others by name, as the kubelet does.

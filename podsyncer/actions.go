@@ -124,7 +124,7 @@ func sandboxActions(pod *corev1.Pod, st *runtime.PodStatus, restartAll bool) pod
 	switch {
 	case restartAll:
 	case len(st.Sandboxes) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(st.Containers) > 0,
-		!anyRegularToStart(pod, st) && anyRegularCreated(pod, st):
+		!anyRegularToStart(pod, st) && st.AnyContainerCreated(pod.Spec.Containers):
 		return withoutSandbox(pod, st, a.sandboxAttempt)
 	}
 	a.createSandbox = true
@@ -143,16 +143,6 @@ func anyRegularToStart(pod *corev1.Pod, st *runtime.PodStatus) bool {
 		last := st.FindContainer(c.Name)
 		succeeded := last != nil && last.State == runtimeapi.ContainerState_CONTAINER_EXITED && last.ExitCode == 0
 		if !runOnce || !succeeded {
-			return true
-		}
-	}
-	return false
-}
-
-// anyRegularCreated: some regular container was created in any sandbox (so the pod was initialized).
-func anyRegularCreated(pod *corev1.Pod, st *runtime.PodStatus) bool {
-	for i := range pod.Spec.Containers {
-		if c := st.FindContainer(pod.Spec.Containers[i].Name); c != nil && c.State != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 			return true
 		}
 	}

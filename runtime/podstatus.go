@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -74,6 +75,17 @@ func (s *PodStatus) FindContainer(name string) *ContainerStatus {
 		}
 	}
 	return nil
+}
+
+// AnyContainerCreated says whether the newest attempt of one of containers was created: it was made, runs
+// or exited (for a pod's regular containers: the pod was initialized).
+func (s *PodStatus) AnyContainerCreated(containers []corev1.Container) bool {
+	for i := range containers {
+		if c := s.FindContainer(containers[i].Name); c != nil && c.State != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			return true
+		}
+	}
+	return false
 }
 
 // ContainerAttempts returns every attempt of the named container, newest first.
