@@ -80,38 +80,7 @@ func (b *builder) setRunningLimit(limits corev1.ResourceList, name corev1.Resour
 // actuatedPod is the pod with the resources last applied to its cgroup and containers where they are
 // recorded: what its cgroup is configured with while a resize is being applied.
 func (b *builder) actuatedPod() *corev1.Pod {
-	var out *corev1.Pod
-	if b.in.ActuatedPodLevel != nil && b.pod.Spec.Resources != nil {
-		if r, ok := b.in.ActuatedPodLevel(); ok {
-			out = b.pod.DeepCopy()
-			out.Spec.Resources = r
-		}
-	}
-	if b.in.Actuated == nil {
-		if out == nil {
-			return b.pod
-		}
-		return out
-	}
-	for _, cs := range []func(*corev1.Pod) []corev1.Container{
-		func(p *corev1.Pod) []corev1.Container { return p.Spec.InitContainers },
-		func(p *corev1.Pod) []corev1.Container { return p.Spec.Containers },
-	} {
-		for i, c := range cs(b.pod) {
-			r, ok := b.in.Actuated(c.Name)
-			if !ok {
-				continue
-			}
-			if out == nil {
-				out = b.pod.DeepCopy()
-			}
-			cs(out)[i].Resources = r
-		}
-	}
-	if out == nil {
-		return b.pod
-	}
-	return out
+	return podrules.WithAppliedResources(b.pod, b.in.ActuatedPodLevel, b.in.Actuated)
 }
 
 // cgroupConfig is what the kubelet writes to a pod's cgroup.

@@ -334,18 +334,9 @@ func setResource(dst *corev1.ResourceRequirements, src corev1.ResourceRequiremen
 // actuatedPod is the pod as its containers and its cgroup were last given resources (the allocation where no
 // record is).
 func (s *resizer) actuatedPod(pod *corev1.Pod) *corev1.Pod {
-	out := pod.DeepCopy()
-	if r, ok := s.actuation.ActuatedPodLevel(pod.UID); ok && out.Spec.Resources != nil {
-		out.Spec.Resources = r
-	}
-	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
-		for i := range cs {
-			if r, ok := s.actuation.Actuated(pod.UID, cs[i].Name); ok {
-				cs[i].Resources = r
-			}
-		}
-	}
-	return out
+	return podrules.WithAppliedResources(pod,
+		func() (*corev1.ResourceRequirements, bool) { return s.actuation.ActuatedPodLevel(pod.UID) },
+		func(name string) (corev1.ResourceRequirements, bool) { return s.actuation.Actuated(pod.UID, name) })
 }
 
 // checkMemoryDecrease refuses a memory limit decrease that would put a container or the pod below what it
