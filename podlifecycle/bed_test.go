@@ -183,6 +183,23 @@ func (b *lifecycleBed) waitKill(name string) {
 	})
 }
 
+// stepUntilStopped moves the clock in small steps (a new stop's timer may not be set yet when it moves)
+// until the pod's container no longer runs, and says how long that took on the clock; past limit the test
+// fails.
+func (b *lifecycleBed) stepUntilStopped(podName, container string, limit time.Duration) time.Duration {
+	b.t.Helper()
+	var waited time.Duration
+	for b.running(podName, container) != "" {
+		if waited > limit {
+			b.t.Fatalf("%s still running %v after its stop began", container, waited)
+		}
+		b.step(100 * time.Millisecond)
+		waited += 100 * time.Millisecond
+		time.Sleep(time.Millisecond)
+	}
+	return waited
+}
+
 // waitFor waits (on the wall clock: for goroutines, never for time to pass on the fake clock) until done.
 func (b *lifecycleBed) waitFor(what string, done func() bool) {
 	b.t.Helper()

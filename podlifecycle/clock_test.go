@@ -140,17 +140,7 @@ func TestShorterGracePeriodTakesEffectAtOnce(t *testing.T) {
 
 	b.deleteWithGrace("slow", 1)
 	b.sync("slow")
-	// The new stop's timer may not be set yet when the clock moves: move it in small steps.
-	var waited time.Duration
-	for b.running("slow", "stubborn") != "" {
-		if waited > 5*time.Second {
-			t.Fatalf("still running %v after the grace period was shortened to 1 s", waited)
-		}
-		b.step(100 * time.Millisecond)
-		waited += 100 * time.Millisecond
-		time.Sleep(time.Millisecond)
-	}
-	if waited < 2*time.Second {
+	if waited := b.stepUntilStopped("slow", "stubborn", 5*time.Second); waited < 2*time.Second {
 		t.Errorf("killed after %v, want the minimum stop timeout (2 s) first", waited)
 	}
 	c := b.containers("slow")[0]
@@ -342,16 +332,7 @@ func TestOrphanedRuntimePodIsStoppedWithAOneSecondGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.sync("gone")
-	var waited time.Duration
-	for b.running("gone", "stubborn") != "" {
-		if waited > 5*time.Second {
-			t.Fatalf("still running %v after the orphan's stop began", waited)
-		}
-		b.step(100 * time.Millisecond)
-		waited += 100 * time.Millisecond
-		time.Sleep(time.Millisecond)
-	}
-	if waited < 2*time.Second {
+	if waited := b.stepUntilStopped("gone", "stubborn", 5*time.Second); waited < 2*time.Second {
 		t.Errorf("killed after %v, want the minimum stop timeout (2 s) first", waited)
 	}
 }
