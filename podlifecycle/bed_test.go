@@ -183,6 +183,19 @@ func (b *lifecycleBed) waitKill(name string) {
 	})
 }
 
+// runStubborn runs a pod whose one container, "stubborn", ignores SIGTERM and whose grace period is 300 s;
+// it returns the container's ID.
+func (b *lifecycleBed) runStubborn(podName string) string {
+	b.t.Helper()
+	b.rt.ScriptContainer("stubborn", fake.Behaviour{IgnoreSIGTERM: true})
+	b.create(bedPod(podName, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Name = "stubborn"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(300))
+	}))
+	b.sync(podName)
+	return b.mustRun(podName, "stubborn")
+}
+
 // stepUntilStopped moves the clock in small steps (a new stop's timer may not be set yet when it moves)
 // until the pod's container no longer runs, and says how long that took on the clock; past limit the test
 // fails.

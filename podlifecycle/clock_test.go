@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/nodelet/nodelet/runtime/fake"
 )
 
 // The lifecycle's timing on the fake clock: what must not happen within a period is checked by moving the
@@ -123,13 +121,7 @@ func TestCrashLoopBackOffWithPullAlways(t *testing.T) {
 // shortened to 1 s, not at the end of the first grace period; the pod is then removed from the API.
 func TestShorterGracePeriodTakesEffectAtOnce(t *testing.T) {
 	b := newLifecycleBed(t)
-	b.rt.ScriptContainer("stubborn", fake.Behaviour{IgnoreSIGTERM: true})
-	b.create(bedPod("slow", func(p *corev1.Pod) {
-		p.Spec.Containers[0].Name = "stubborn"
-		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(300))
-	}))
-	b.sync("slow")
-	b.mustRun("slow", "stubborn")
+	b.runStubborn("slow")
 
 	b.deleteWithGrace("slow", 300)
 	b.sync("slow")
@@ -294,13 +286,7 @@ func TestEphemeralContainerIsNeverRestarted(t *testing.T) {
 // old one still stopping, as with the kubelet: only a static pod waits for its predecessor.
 func TestPodRecreatedUnderItsNameStartsBesideTheOldOne(t *testing.T) {
 	b := newLifecycleBed(t)
-	b.rt.ScriptContainer("stubborn", fake.Behaviour{IgnoreSIGTERM: true})
-	b.create(bedPod("web", func(p *corev1.Pod) {
-		p.Spec.Containers[0].Name = "stubborn"
-		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(300))
-	}))
-	b.sync("web")
-	old := b.mustRun("web", "stubborn")
+	old := b.runStubborn("web")
 
 	// Force-deleted (gone from the API at once), then created again with a new UID.
 	b.create(bedPod("web", func(p *corev1.Pod) {
@@ -319,13 +305,7 @@ func TestPodRecreatedUnderItsNameStartsBesideTheOldOne(t *testing.T) {
 // runtime pods, not with the 300 s its spec once asked for.
 func TestOrphanedRuntimePodIsStoppedWithAOneSecondGrace(t *testing.T) {
 	b := newLifecycleBed(t)
-	b.rt.ScriptContainer("stubborn", fake.Behaviour{IgnoreSIGTERM: true})
-	b.create(bedPod("gone", func(p *corev1.Pod) {
-		p.Spec.Containers[0].Name = "stubborn"
-		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(300))
-	}))
-	b.sync("gone")
-	b.mustRun("gone", "stubborn")
+	b.runStubborn("gone")
 
 	b.start()
 	if err := b.api.Delete(b.ctx, b.pod("gone")); err != nil {
