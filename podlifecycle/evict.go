@@ -6,10 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/podsyncer"
-
-	"github.com/nodelet/nodelet/podrules"
 )
 
 // PodAdmitter is an admission handler besides the reconciler's own (the eviction manager's): it admits

@@ -11,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nodelet/nodelet/podrules"
 	"github.com/nodelet/nodelet/podstatus"
 	"github.com/nodelet/nodelet/podsyncer"
 	"github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/timeline"
-
-	"github.com/nodelet/nodelet/podrules"
 )
 
 // lifecycle is a pod's stage on the node; it only moves forward.
