@@ -22,7 +22,6 @@ const defaultGracePeriod = 30
 
 // killOp is a stop of a pod's containers running in the background.
 type killOp struct {
-	grace    int64
 	deadline time.Time
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -122,7 +121,7 @@ func (s *Syncer) startKill(ctx context.Context, ps *PodState, pod *corev1.Pod, k
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	now := s.clock.Now()
 	deadline := now.Add(time.Duration(grace) * time.Second)
-	op := &killOp{grace: grace, deadline: deadline, cancel: cancel, done: make(chan struct{})}
+	op := &killOp{deadline: deadline, cancel: cancel, done: make(chan struct{})}
 	for i := range kills {
 		// A probe's kill has a grace period of its own: the stop lasts until the last container's ends.
 		kills[i].deadline = killDeadline(now, pod, kills[i], deadline)
